@@ -1,0 +1,30 @@
+"""Atomic file writes: a crash mid-write never leaves a half-written output behind."""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Callable, Union
+
+
+def atomic_write(path: Union[str, Path], writer: Callable[[Path], None]) -> None:
+    """Call `writer(tmp_path)` on a temporary file next to `path`, then rename it into place."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        writer(Path(tmp))
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_bytes(path: Union[str, Path], data: bytes) -> None:
+    atomic_write(path, lambda tmp: tmp.write_bytes(data))
+
+
+def atomic_write_text(path: Union[str, Path], text: str) -> None:
+    atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf8"))

@@ -1,0 +1,210 @@
+"""UMLS Metathesaurus RRF files: MRCONSO (names), MRSTY (semantic types), MRREL (tradename relations).
+
+RRF rows are "|"-separated with a trailing "|", so a row of N columns splits into N + 1 items, the last
+one empty. Column lists as in MRFILES.RRF.
+"""
+from __future__ import annotations
+
+from typing import Collection, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+
+from ..kb import Concept
+from . import LinePolicy, MalformedLine, PathLike, check_file, numbered_lines
+
+MRCONSO_COLUMNS = (
+    "CUI", "LAT", "TS", "LUI", "STT", "SUI", "ISPREF", "AUI", "SAUI", "SCUI",
+    "SDUI", "SAB", "TTY", "CODE", "STR", "SRL", "SUPPRESS", "CVF",
+)
+MRSTY_COLUMNS = ("CUI", "TUI", "STN", "STY", "ATUI", "CVF")
+MRREL_COLUMNS = (
+    "CUI1", "AUI1", "STYPE1", "REL", "CUI2", "AUI2", "STYPE2", "RELA",
+    "RUI", "SRUI", "SAB", "SL", "RG", "DIR", "SUPPRESS", "CVF",
+)
+SUPPRESSED = frozenset({"O", "E", "Y"})  # obsolete, suppressed by the editors, suppressible
+TRADENAME_RELAS = frozenset({"has_tradename", "tradename_of"})
+
+
+class ConsoRow(NamedTuple):
+    """The MRCONSO columns the reader uses."""
+
+    cui: str
+    lat: str
+    ts: str
+    stt: str
+    ispref: str
+    sab: str
+    tty: str
+    string: str
+    suppress: str
+
+
+def split_rrf(line: str, columns: Sequence[str]) -> List[str]:
+    """The fields of one RRF row (trailing "|" removed); MalformedLine if the count is wrong."""
+    fields = line.split("|")
+    if len(fields) != len(columns) + 1 or fields[-1] != "":
+        raise MalformedLine(
+            f"expected {len(columns)} '|'-separated fields ending in '|', got {len(fields)} items"
+        )
+    return fields[:-1]
+
+
+def parse_mrconso_line(line: str) -> ConsoRow:
+    """The used columns of one MRCONSO.RRF row."""
+    f = split_rrf(line, MRCONSO_COLUMNS)
+    if not f[0]:
+        raise MalformedLine("empty CUI")
+    if not f[14]:
+        raise MalformedLine("empty STR")
+    return ConsoRow(
+        cui=f[0], lat=f[1], ts=f[2], stt=f[4], ispref=f[6], sab=f[11], tty=f[12], string=f[14], suppress=f[16]
+    )
+
+
+def keep_conso_row(
+    row: ConsoRow,
+    languages: Optional[Collection[str]],
+    sources: Optional[Collection[str]],
+    exclude_sources: Collection[str],
+    keep_suppressed: bool,
+) -> bool:
+    """Whether a row passes the language, source and suppression filters."""
+    if languages is not None and row.lat not in languages:
+        return False
+    if sources is not None and row.sab not in sources:
+        return False
+    if row.sab in exclude_sources:
+        return False
+    return keep_suppressed or row.suppress not in SUPPRESSED
+
+
+def _preference(row: ConsoRow) -> int:
+    """0 for the concept's preferred English name, 1 for a preferred name in another language, else 2."""
+    if row.ts == "P" and row.stt == "PF" and row.ispref == "Y":
+        return 0 if row.lat == "ENG" else 1
+    return 2
+
+
+def concept_from_rows(rows: Sequence[ConsoRow], types: Iterable[str] = ()) -> Concept:
+    """One concept from the (filtered) MRCONSO rows of one CUI: canonical name = preferred name, else first row."""
+    canonical = min(rows, key=_preference)  # min() keeps the first of equally ranked rows
+    return Concept(
+        id=rows[0].cui,
+        name=canonical.string,
+        synonyms=[row.string for row in rows],
+        types=list(types),
+    )
+
+
+def read_mrconso(
+    path: PathLike,
+    languages: Optional[Sequence[str]] = ("ENG",),
+    sources: Optional[Sequence[str]] = None,
+    exclude_sources: Sequence[str] = (),
+    keep_suppressed: bool = False,
+    semantic_types: Optional[Dict[str, List[str]]] = None,
+    strict: bool = True,
+) -> Iterator[Concept]:
+    """Concepts from MRCONSO.RRF, streamed: one per run of consecutive rows with the same CUI.
+
+    MRCONSO is sorted by CUI, so only the rows of the current CUI are held in memory (the full file
+    is several GB). languages=None keeps every LAT; sources=None every SAB. Rows with SUPPRESS O/E/Y
+    are dropped unless keep_suppressed. `semantic_types` (from read_mrsty) fills `types` with TUIs.
+    In an unsorted file a CUI split into several runs yields several concepts with the same id
+    (KnowledgeBase merges them).
+    """
+    return _read_mrconso(
+        check_file(path),
+        frozenset(languages) if languages is not None else None,
+        frozenset(sources) if sources is not None else None,
+        frozenset(exclude_sources),
+        keep_suppressed,
+        semantic_types or {},
+        strict,
+    )
+
+
+def _read_mrconso(
+    path: PathLike,
+    languages: Optional[Collection[str]],
+    sources: Optional[Collection[str]],
+    exclude_sources: Collection[str],
+    keep_suppressed: bool,
+    semantic_types: Dict[str, List[str]],
+    strict: bool,
+) -> Iterator[Concept]:
+    policy = LinePolicy(path, strict)
+    rows: List[ConsoRow] = []
+    for line_no, line in numbered_lines(path, policy):
+        if not line.strip():
+            continue
+        try:
+            row = parse_mrconso_line(line)
+        except MalformedLine as err:
+            policy.reject(line_no, str(err), line)
+            continue
+        if not keep_conso_row(row, languages, sources, exclude_sources, keep_suppressed):
+            continue
+        if rows and row.cui != rows[0].cui:
+            yield concept_from_rows(rows, semantic_types.get(rows[0].cui, ()))
+            rows = []
+        rows.append(row)
+    if rows:
+        yield concept_from_rows(rows, semantic_types.get(rows[0].cui, ()))
+    policy.finish()
+
+
+def parse_mrsty_line(line: str) -> Tuple[str, str]:
+    """(CUI, TUI) of one MRSTY.RRF row."""
+    f = split_rrf(line, MRSTY_COLUMNS)
+    if not f[0] or not f[1]:
+        raise MalformedLine("empty CUI or TUI")
+    return f[0], f[1]
+
+
+def read_mrsty(path: PathLike, strict: bool = True) -> Dict[str, List[str]]:
+    """CUI -> its semantic type ids (TUIs, e.g. "T116") from MRSTY.RRF, in file order."""
+    path = check_file(path)
+    policy = LinePolicy(path, strict)
+    types: Dict[str, List[str]] = {}
+    for line_no, line in numbered_lines(path, policy):
+        if not line.strip():
+            continue
+        try:
+            cui, tui = parse_mrsty_line(line)
+        except MalformedLine as err:
+            policy.reject(line_no, str(err), line)
+            continue
+        tuis = types.setdefault(cui, [])
+        if tui not in tuis:
+            tuis.append(tui)
+    policy.finish(stacklevel=2)
+    return types
+
+
+def parse_mrrel_tradename(line: str) -> Optional[Tuple[str, str]]:
+    """(CUI1, CUI2) of one MRREL.RRF row if its RELA is has_tradename / tradename_of, else None."""
+    f = split_rrf(line, MRREL_COLUMNS)
+    if f[7] not in TRADENAME_RELAS:
+        return None
+    if not f[0] or not f[4]:
+        raise MalformedLine("empty CUI1 or CUI2")
+    return f[0], f[4]
+
+
+def read_mrrel_tradenames(path: PathLike, strict: bool = True) -> Iterator[Tuple[str, str]]:
+    """(CUI1, CUI2) pairs of the MRREL rows relating a drug and its trade name (streamed)."""
+    return _read_mrrel_tradenames(check_file(path), strict)
+
+
+def _read_mrrel_tradenames(path: PathLike, strict: bool) -> Iterator[Tuple[str, str]]:
+    policy = LinePolicy(path, strict)
+    for line_no, line in numbered_lines(path, policy):
+        if not line.strip():
+            continue
+        try:
+            pair = parse_mrrel_tradename(line)
+        except MalformedLine as err:
+            policy.reject(line_no, str(err), line)
+            continue
+        if pair is not None:
+            yield pair
+    policy.finish()
