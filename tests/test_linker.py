@@ -1,0 +1,182 @@
+import shutil
+import subprocess
+import sys
+
+import pytest
+import spacy
+from spacy.tokens import Span
+
+from spacy_sapbert.errors import IndexFormatError, NotInitializedError, SapbertError
+
+
+def make_doc(nlp, text, mentions, label="DISEASE"):
+    doc = nlp.make_doc(text)
+    doc.ents = [doc.char_span(text.index(m), text.index(m) + len(m), label=label) for m in mentions]
+    return doc
+
+
+def link(nlp, text, mentions, label="DISEASE"):
+    return nlp(make_doc(nlp, text, mentions, label))
+
+
+def test_exact_name_links_to_its_concept(linker_nlp):
+    doc = link(linker_nlp, "Patient with Hepatic Cancer and nephropathy.", ["Hepatic Cancer", "nephropathy"])
+    first, second = doc.ents
+    assert first.kb_id_ == "D002" and second.kb_id_ == "D003"
+    assert first._.kb_ents[0] == ("D002", pytest.approx(1.0, abs=1e-4))
+    scores = [s for _, s in first._.kb_ents]
+    assert scores == sorted(scores, reverse=True)
+    assert len({cid for cid, _ in first._.kb_ents}) == len(first._.kb_ents) <= 5
+
+
+def test_max_entities_per_mention_and_threshold(tiny_bert, toy_concepts):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sapbert_linker", config={"model": tiny_bert, "max_entities_per_mention": 2}).initialize(
+        vocabulary=toy_concepts
+    )
+    doc = link(nlp, "hepatoma here", ["hepatoma"])
+    assert len(doc.ents[0]._.kb_ents) == 2
+    nlp.get_pipe("sapbert_linker").threshold = 1.01
+    doc = link(nlp, "hepatoma here", ["hepatoma"])
+    assert doc.ents[0]._.kb_ents == [] and doc.ents[0].kb_id_ == ""
+
+
+def test_labels_restrict_which_entities_are_linked(tiny_bert, toy_concepts):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sapbert_linker", config={"model": tiny_bert, "labels": ["DISEASE"]}).initialize(
+        vocabulary=toy_concepts
+    )
+    doc = nlp.make_doc("hepatoma and aspirin")
+    doc.ents = [
+        Span(doc, 0, 1, label="DISEASE"),
+        Span(doc, 2, 3, label="CHEMICAL", kb_id="KEEP"),
+    ]
+    doc = nlp(doc)
+    assert doc.ents[0].kb_id_ == "D002"
+    assert doc.ents[1].kb_id_ == "KEEP" and doc.ents[1]._.kb_ents is None
+
+
+def test_alternative_ids_and_concept_lookup(linker_nlp):
+    linker = linker_nlp.get_pipe("sapbert_linker")
+    assert linker.concept("D004").id == "OMIM:100"
+    assert linker.concept("D003").xrefs == ["UMLS:C0022658"]
+
+
+def test_empty_docs_docs_without_ents_long_and_non_ascii_mentions(linker_nlp):
+    long_mention = "chronic " * 40 + "kidney disease"
+    docs = [
+        linker_nlp.make_doc(""),
+        linker_nlp.make_doc("No entities here."),
+        make_doc(linker_nlp, f"He has {long_mention}.", [long_mention]),
+        make_doc(linker_nlp, "Morbus Günther – Nierenerkrankung", ["Nierenerkrankung"]),
+    ]
+    out = list(linker_nlp.pipe(docs))
+    assert out[0].ents == () and out[1].ents == ()
+    assert out[2].ents[0]._.kb_ents and out[2].ents[0].kb_id_
+    assert out[3].ents[0]._.kb_ents and out[3].ents[0].kb_id_
+
+
+def test_pipe_equals_call_and_encodes_each_distinct_mention_once(linker_nlp, monkeypatch):
+    texts = [("hepatoma and renal disease", ["hepatoma", "renal disease"]), ("hepatoma again", ["hepatoma"])] * 5
+    one_by_one = [link(linker_nlp, t, m) for t, m in texts]
+    linker = linker_nlp.get_pipe("sapbert_linker")
+    encoded = []
+    original = linker.encoder.encode
+
+    def spy(strings, **kwargs):
+        encoded.extend(strings)
+        return original(strings, **kwargs)
+
+    monkeypatch.setattr(linker.encoder, "encode", spy)
+    piped = list(linker_nlp.pipe([make_doc(linker_nlp, t, m) for t, m in texts], batch_size=100))
+    assert sorted(encoded) == ["hepatoma", "renal disease"]
+    for a, b in zip(one_by_one, piped):
+        assert [(e.kb_id_, e._.kb_ents) for e in a.ents] == [(e.kb_id_, e._.kb_ents) for e in b.ents]
+
+
+def test_long_form_from_an_abbreviation_detector_is_searched(linker_nlp):
+    if not Span.has_extension("long_form"):
+        Span.set_extension("long_form", getter=lambda span: "acute renal failure" if span.text == "ARX" else None)
+    doc = link(linker_nlp, "ARX was seen", ["ARX"])
+    if doc.ents[0]._.long_form == "acute renal failure":
+        assert doc.ents[0].kb_id_ == "OMIM:100"
+
+
+def test_use_before_initialize_is_a_clear_error(tiny_bert):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sapbert_linker", config={"model": tiny_bert})
+    with pytest.raises(NotInitializedError, match="initialize"):
+        link(nlp, "hepatoma", ["hepatoma"])
+    with pytest.raises(SapbertError, match="vocabulary"):
+        nlp.initialize()
+
+
+def test_config_vocabulary_is_read_by_initialize(tiny_bert, tmp_path):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("D1||Heart failure|cardiac failure\nD2||Liver cancer|hepatoma\n", encoding="utf8")
+    nlp = spacy.blank("en")
+    nlp.add_pipe(
+        "sapbert_linker",
+        config={"model": tiny_bert, "vocabulary": {"@misc": "spacy-sapbert.Vocabulary.v1", "path": str(vocab)}},
+    )
+    nlp.initialize()
+    assert link(nlp, "cardiac failure", ["cardiac failure"]).ents[0].kb_id_ == "D1"
+
+
+def links(doc):
+    return [(e.text, e.kb_id_, [(c, round(s, 5)) for c, s in e._.kb_ents]) for e in doc.ents]
+
+
+def test_disk_round_trip_gives_identical_links_without_rebuilding(linker_nlp, tmp_path, monkeypatch):
+    text, mentions = "hepatoma and heart decompensation", ["hepatoma", "heart decompensation"]
+    before = links(link(linker_nlp, text, mentions))
+    linker_nlp.to_disk(tmp_path / "pipe")
+    import spacy_sapbert.index
+
+    monkeypatch.setattr(spacy_sapbert.index.ConceptIndex, "build", None)  # loading must not rebuild
+    loaded = spacy.load(tmp_path / "pipe")
+    assert links(link(loaded, text, mentions)) == before
+
+
+def test_bytes_round_trip(linker_nlp, tiny_bert):
+    text, mentions = "hepatoma and kidney disorder", ["hepatoma", "kidney disorder"]
+    before = links(link(linker_nlp, text, mentions))
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sapbert_linker", config={"model": tiny_bert})
+    nlp.get_pipe("sapbert_linker").from_bytes(linker_nlp.get_pipe("sapbert_linker").to_bytes())
+    assert links(link(nlp, text, mentions)) == before
+
+
+def test_spacy_load_works_through_the_entry_point_without_importing_the_package(linker_nlp, tmp_path):
+    linker_nlp.to_disk(tmp_path / "pipe")
+    script = (
+        "import sys, spacy\n"
+        "assert 'spacy_sapbert' not in sys.modules\n"
+        f"nlp = spacy.load({str(tmp_path / 'pipe')!r})\n"
+        "doc = nlp.make_doc('hepatoma'); doc.ents = [doc.char_span(0, 8, label='X')]\n"
+        "print(nlp(doc).ents[0].kb_id_)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "D002"
+
+
+def test_missing_index_file_in_a_saved_pipeline_is_named(linker_nlp, tmp_path):
+    linker_nlp.to_disk(tmp_path / "pipe")
+    (tmp_path / "pipe" / "sapbert_linker" / "index" / "vectors.faiss").unlink()
+    with pytest.raises(IndexFormatError, match="vectors.faiss"):
+        spacy.load(tmp_path / "pipe")
+
+
+def test_index_and_encoder_of_different_dimension_are_refused(linker_nlp, tmp_path, tiny_bert_48):
+    linker_nlp.to_disk(tmp_path / "pipe")
+    encoder_dir = tmp_path / "pipe" / "sapbert_linker" / "encoder"
+    shutil.rmtree(encoder_dir)
+    shutil.copytree(tiny_bert_48, encoder_dir)
+    with pytest.raises(IndexFormatError, match="dimension 32.*produces 48"):
+        spacy.load(tmp_path / "pipe")
+
+
+def test_bad_config_values_name_the_key(tiny_bert):
+    nlp = spacy.blank("en")
+    with pytest.raises(SapbertError, match="max_entities_per_mention"):
+        nlp.add_pipe("sapbert_linker", config={"model": tiny_bert, "max_entities_per_mention": 0})
