@@ -30,6 +30,7 @@ setup(
     entry_points={
         "spacy_factories": [
             "sapbert_linker = spacy_sapbert.linker:make_sapbert_linker",
+            "sapbert_abbreviations = spacy_sapbert.abbreviations:make_abbreviation_detector",
         ],
         "spacy_misc": [
             "spacy-sapbert.Vocabulary.v1 = spacy_sapbert.registry:vocabulary_v1",

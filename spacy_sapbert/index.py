@@ -54,6 +54,33 @@ def name_table(concepts: Sequence[Concept], lowercase: bool) -> Tuple[List[str],
     return list(name_rows), pair_names, pair_concepts
 
 
+class NameLinks:
+    """Which concepts each name row belongs to (CSR layout), and the concept-level ranking built on it."""
+
+    def __init__(self, pair_names: numpy.ndarray, pair_concepts: numpy.ndarray, n_names: int):
+        order = numpy.argsort(pair_names, kind="stable")
+        self.pair_names = pair_names[order]
+        self.pair_concepts = pair_concepts[order]
+        self.offsets = numpy.searchsorted(self.pair_names, numpy.arange(n_names + 1))
+
+    def concept_hits(
+        self, scores: Sequence[float], name_rows: Sequence[int], k: int, concepts: Sequence[Concept]
+    ) -> List[Candidate]:
+        """Walk name hits best first and keep each concept's first (best) score, up to k concepts."""
+        hits: List[Candidate] = []
+        seen = set()
+        for score, name_row in zip(numpy.asarray(scores).tolist(), numpy.asarray(name_rows).tolist()):
+            if name_row < 0:
+                break
+            for concept_row in self.pair_concepts[self.offsets[name_row] : self.offsets[name_row + 1]].tolist():
+                if concept_row not in seen:
+                    seen.add(concept_row)
+                    hits.append((concepts[concept_row].id, float(score)))
+                    if len(hits) == k:
+                        return hits
+        return hits
+
+
 class ConceptIndex:
     """Names of a vocabulary in a faiss index, searched at the concept level.
 
@@ -86,10 +113,7 @@ class ConceptIndex:
         self._set_pairs(pair_names, pair_concepts)
 
     def _set_pairs(self, pair_names: numpy.ndarray, pair_concepts: numpy.ndarray) -> None:
-        order = numpy.argsort(pair_names, kind="stable")
-        self.pair_names = pair_names[order]
-        self.pair_concepts = pair_concepts[order]
-        self.offsets = numpy.searchsorted(self.pair_names, numpy.arange(len(self.names) + 1))
+        self.links = NameLinks(pair_names, pair_concepts, len(self.names))
 
     @property
     def dim(self) -> int:
@@ -135,7 +159,7 @@ class ConceptIndex:
     def add_names(self, names_by_id: Iterable[Tuple[str, str]], encode) -> int:
         """Add extra names to existing concepts (e.g. training mentions); returns how many pairs were new."""
         name_rows = {name: row for row, name in enumerate(self.names)}
-        existing = set(zip(self.pair_names.tolist(), self.pair_concepts.tolist()))
+        existing = set(zip(self.links.pair_names.tolist(), self.links.pair_concepts.tolist()))
         new_names: List[str] = []
         new_pairs = []
         for concept_id, name in names_by_id:
@@ -156,8 +180,8 @@ class ConceptIndex:
         if new_pairs:
             added = numpy.array(new_pairs, dtype="int64")
             self._set_pairs(
-                numpy.concatenate([self.pair_names, added[:, 0]]),
-                numpy.concatenate([self.pair_concepts, added[:, 1]]),
+                numpy.concatenate([self.links.pair_names, added[:, 0]]),
+                numpy.concatenate([self.links.pair_concepts, added[:, 1]]),
             )
         return len(new_pairs)
 
@@ -175,7 +199,7 @@ class ConceptIndex:
             scores, rows = self.vectors.search(queries[pending], depth)
             unfinished = []
             for qi, score_row, name_row in zip(pending, scores, rows):
-                hits = self._concept_hits(score_row, name_row, k)
+                hits = self.links.concept_hits(score_row, name_row, k, self.concepts)
                 if len(hits) < k and depth < self.vectors.ntotal:
                     unfinished.append(qi)
                 else:
@@ -183,20 +207,6 @@ class ConceptIndex:
             pending = numpy.array(unfinished, dtype="int64")
             depth = min(self.vectors.ntotal, depth * 4)
         return results  # type: ignore[return-value]
-
-    def _concept_hits(self, scores: numpy.ndarray, name_rows: numpy.ndarray, k: int) -> List[Candidate]:
-        hits: List[Candidate] = []
-        seen = set()
-        for score, name_row in zip(scores.tolist(), name_rows.tolist()):
-            if name_row < 0:
-                break
-            for concept_row in self.pair_concepts[self.offsets[name_row] : self.offsets[name_row + 1]].tolist():
-                if concept_row not in seen:
-                    seen.add(concept_row)
-                    hits.append((self.concepts[concept_row].id, float(score)))
-                    if len(hits) == k:
-                        return hits
-        return hits
 
     # serialization -----------------------------------------------------------------------------
 
@@ -214,7 +224,11 @@ class ConceptIndex:
     def _tables(self) -> Tuple[bytes, bytes]:
         concepts = srsly.msgpack_dumps([c.to_dict() for c in self.concepts])
         names = srsly.msgpack_dumps(
-            {"names": self.names, "pair_names": self.pair_names.tolist(), "pair_concepts": self.pair_concepts.tolist()}
+            {
+                "names": self.names,
+                "pair_names": self.links.pair_names.tolist(),
+                "pair_concepts": self.links.pair_concepts.tolist(),
+            }
         )
         return concepts, names
 

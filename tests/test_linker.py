@@ -94,12 +94,17 @@ def test_pipe_equals_call_and_encodes_each_distinct_mention_once(linker_nlp, mon
         assert [(e.kb_id_, e._.kb_ents) for e in a.ents] == [(e.kb_id_, e._.kb_ents) for e in b.ents]
 
 
-def test_long_form_from_an_abbreviation_detector_is_searched(linker_nlp):
-    if not Span.has_extension("long_form"):
-        Span.set_extension("long_form", getter=lambda span: "acute renal failure" if span.text == "ARX" else None)
-    doc = link(linker_nlp, "ARX was seen", ["ARX"])
-    if doc.ents[0]._.long_form == "acute renal failure":
-        assert doc.ents[0].kb_id_ == "OMIM:100"
+def test_long_form_from_the_abbreviation_detector_is_searched(linker_nlp):
+    linker_nlp.add_pipe("sapbert_abbreviations", first=True)
+    text = "Hepatic cancer (HC) was treated. Later HC recurred."
+    doc = linker_nlp.make_doc(text)
+    doc.ents = [doc.char_span(text.rindex("HC"), text.rindex("HC") + 2, label="DISEASE")]
+    for name, proc in linker_nlp.pipeline:
+        doc = proc(doc)
+    assert doc.ents[0]._.long_form == "Hepatic cancer"
+    assert doc.ents[0].kb_id_ == "D002" and doc.ents[0]._.kb_ents[0][1] == pytest.approx(1.0, abs=1e-4)
+    linker_nlp.get_pipe("sapbert_linker").use_long_form = False
+    assert linker_nlp.get_pipe("sapbert_linker").query_text(doc.ents[0]) == "HC"
 
 
 def test_use_before_initialize_is_a_clear_error(tiny_bert):

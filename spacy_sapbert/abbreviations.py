@@ -1,0 +1,322 @@
+"""Abbreviation detection after Schwartz & Hearst (2003), "A simple algorithm for identifying
+abbreviation definitions in biomedical text" (PSB 2003), written from the paper's description.
+
+Definitions are found at parentheses, in two patterns:
+
+- ``long form (SF)``: the text in parentheses (up to a first ";" or ",": "(WD; MIM 277900)") is the
+  short-form candidate and the words before the parenthesis, in the same sentence, are the long-form
+  candidate;
+- ``SF (long form)``: when the first pattern gives nothing, the single word before the parenthesis is
+  the short-form candidate and the text in parentheses the long-form candidate.
+
+A short-form candidate is valid when it has 2 to 10 characters, at most two words, at least one
+letter, and starts with a letter or digit. The long-form candidate is limited to
+``min(|SF| + 5, 2 * |SF|)`` words (|SF| = characters of the short form). The long form is then found by
+walking both strings from the right: each letter or digit of the short form (others are skipped) must
+be matched, case-insensitively, by a character further left in the long-form candidate, and the match
+of the short form's first character must begin a word. The long form runs from the beginning of that
+word to the end of the candidate; it is rejected when it is not longer than the short form, has too
+many words, or contains the short form as a word.
+
+``find_abbreviations`` is a pure function on a string. ``AbbreviationDetector`` (factory
+"sapbert_abbreviations") runs it on ``doc.text`` and provides:
+
+- ``doc._.abbreviations``: list of (short-form Span, long-form Span), one per definition;
+- ``span._.long_form``: the long-form text when the span's text is a short form defined anywhere in
+  its doc (any occurrence, not only the defining one), else None -- the linker embeds it instead of
+  the abbreviation.
+
+Only plain values are stored on the Doc (``doc._.sapbert_abbreviation_offsets``: a list of
+(short_start, short_end, long_start, long_end) character offsets), so Docs with the extension set
+serialize with DocBin; the Span-valued attributes above are getters computed from it.
+"""
+from __future__ import annotations
+
+import re
+from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
+
+from spacy.language import Language
+from spacy.tokens import Doc, Span
+
+__all__ = [
+    "Abbreviation",
+    "AbbreviationDetector",
+    "expand_abbreviations",
+    "find_abbreviations",
+    "install_extensions",
+    "long_forms",
+    "make_abbreviation_detector",
+]
+
+MIN_SHORT_LENGTH = 2
+MAX_SHORT_LENGTH = 10
+MAX_SHORT_WORDS = 2
+
+_SENTENCE_END = re.compile(r"[.!?;](?=\s)")
+
+
+class Abbreviation(NamedTuple):
+    """One abbreviation definition with character offsets (end exclusive) into the searched text."""
+
+    short: str
+    long: str
+    short_start: int
+    short_end: int
+    long_start: int
+    long_end: int
+
+
+def is_short_form_candidate(candidate: str) -> bool:
+    """2-10 characters, at most two words, at least one letter, first character a letter or digit."""
+    return (
+        MIN_SHORT_LENGTH <= len(candidate) <= MAX_SHORT_LENGTH
+        and len(candidate.split()) <= MAX_SHORT_WORDS
+        and candidate[0].isalnum()
+        and any(ch.isalpha() for ch in candidate)
+    )
+
+
+def max_long_form_words(short: str) -> int:
+    """The long form of `short` has at most min(|SF| + 5, 2 * |SF|) words."""
+    return min(len(short) + 5, 2 * len(short))
+
+
+def best_long_form_start(short: str, candidate: str) -> Optional[int]:
+    """Start offset in `candidate` of the long form of `short`, or None when the characters do not match.
+
+    Walks both strings from the right; every letter/digit of `short` must be found further left in
+    `candidate` (case-insensitive) and the match of the first character must start a word.
+    """
+    s = len(short) - 1
+    c = len(candidate) - 1
+    while s >= 0:
+        char = short[s].lower()
+        if not char.isalnum():
+            s -= 1
+            continue
+        while c >= 0 and (
+            candidate[c].lower() != char or (s == 0 and c > 0 and candidate[c - 1].isalnum())
+        ):
+            c -= 1
+        if c < 0:
+            return None
+        c -= 1
+        s -= 1
+    # the long form starts at the beginning of the word holding the first character's match
+    start = c + 1
+    while start > 0 and not candidate[start - 1].isspace():
+        start -= 1
+    return start
+
+
+def _contains_word(text: str, word: str) -> bool:
+    return re.search(r"(?<!\w)" + re.escape(word.lower()) + r"(?!\w)", text.lower()) is not None
+
+
+def _long_form(short: str, candidate: str) -> Optional[Tuple[int, int]]:
+    """(start, end) in `candidate` of a valid long form of `short`, or None."""
+    end = len(candidate.rstrip())
+    candidate = candidate[:end]
+    start = best_long_form_start(short, candidate)
+    if start is None:
+        return None
+    long = candidate[start:end]
+    if len(long) <= len(short) or len(long.split()) > max_long_form_words(short):
+        return None
+    if _contains_word(long, short):
+        return None
+    return start, end
+
+
+def _closing_parenthesis(text: str, open_at: int) -> Optional[int]:
+    depth = 0
+    for i in range(open_at, len(text)):
+        if text[i] == "(":
+            depth += 1
+        elif text[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+        elif text[i] == "\n" and i > open_at:
+            return None
+    return None
+
+
+def _window_before(text: str, end: int, max_words: int) -> Tuple[int, str]:
+    """(offset, text) of at most `max_words` words before `end`, not reaching back over a sentence end."""
+    sentence_start = 0
+    for match in _SENTENCE_END.finditer(text, 0, end):
+        sentence_start = match.end()
+    line_start = text.rfind("\n", 0, end) + 1
+    begin = max(sentence_start, line_start)
+    words = list(re.finditer(r"\S+", text[begin:end]))
+    if not words:
+        return end, ""
+    first = words[max(0, len(words) - max_words)]
+    offset = begin + first.start()
+    return offset, text[offset:end]
+
+
+def find_abbreviations(text: str) -> List[Abbreviation]:
+    """All abbreviation definitions in `text`, in order of their parentheses.
+
+    >>> [(a.short, a.long) for a in find_abbreviations("causing Wilson disease (WD).")]
+    [('WD', 'Wilson disease')]
+    """
+    found: List[Abbreviation] = []
+    for open_match in re.finditer(r"\(", text):
+        open_at = open_match.start()
+        close_at = _closing_parenthesis(text, open_at)
+        if close_at is None:
+            continue
+        inner_start, inner_end = open_at + 1, close_at
+        abbreviation = _long_form_before(text, open_at, inner_start, inner_end)
+        if abbreviation is None:
+            abbreviation = _short_form_before(text, open_at, inner_start, inner_end)
+        if abbreviation is not None:
+            found.append(abbreviation)
+    return found
+
+
+def _strip_span(text: str, start: int, end: int) -> Tuple[int, int]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def _long_form_before(text: str, open_at: int, inner_start: int, inner_end: int) -> Optional[Abbreviation]:
+    """`long form (SF)`."""
+    cut = inner_end
+    for separator in (";", ","):
+        pos = text.find(separator, inner_start, cut)
+        if pos != -1:
+            cut = pos
+    short_start, short_end = _strip_span(text, inner_start, cut)
+    short = text[short_start:short_end]
+    if not short or not is_short_form_candidate(short):
+        return None
+    offset, window = _window_before(text, open_at, max_long_form_words(short))
+    bounds = _long_form(short, window)
+    if bounds is None:
+        return None
+    long_start, long_end = offset + bounds[0], offset + bounds[1]
+    return Abbreviation(short, text[long_start:long_end], short_start, short_end, long_start, long_end)
+
+
+def _short_form_before(text: str, open_at: int, inner_start: int, inner_end: int) -> Optional[Abbreviation]:
+    """`SF (long form)`."""
+    before = text[:open_at].rstrip()
+    if not before or before[-1] in ")]}":
+        return None
+    short_end = len(before)
+    short_start = short_end
+    while short_start > 0 and not before[short_start - 1].isspace():
+        short_start -= 1
+    short = text[short_start:short_end]
+    if not is_short_form_candidate(short) or len(short.split()) != 1:
+        return None
+    long_start, long_end = _strip_span(text, inner_start, inner_end)
+    candidate = text[long_start:long_end]
+    if not candidate or len(candidate.split()) > max_long_form_words(short):
+        return None
+    bounds = _long_form(short, candidate)
+    if bounds is None or bounds[0] != 0:
+        # the whole parenthesis must be the long form
+        return None
+    return Abbreviation(short, candidate, short_start, short_end, long_start, long_end)
+
+
+def long_forms(abbreviations: Iterable[Abbreviation]) -> Dict[str, str]:
+    """Short form -> long form; the first definition of a short form wins."""
+    out: Dict[str, str] = {}
+    for abbreviation in abbreviations:
+        out.setdefault(abbreviation.short, abbreviation.long)
+    return out
+
+
+def expand_abbreviations(
+    text: str, mention: str, abbreviations: Optional[Sequence[Abbreviation]] = None
+) -> str:
+    """`mention` with each whole-word short form defined in `text` replaced by its long form.
+
+    `abbreviations` (from ``find_abbreviations(text)``) can be given to avoid searching `text` again.
+
+    >>> expand_abbreviations("Wilson disease (WD) is rare.", "WD gene")
+    'Wilson disease gene'
+    """
+    mapping = long_forms(find_abbreviations(text) if abbreviations is None else abbreviations)
+    if not mapping:
+        return mention
+    keys = sorted(mapping, key=len, reverse=True)
+    pattern = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(k) for k in keys) + r")(?!\w)")
+    return pattern.sub(lambda match: mapping[match.group(0)], mention)
+
+
+# ---------------------------------------------------------------------------------------------------
+# spaCy
+
+OFFSETS_ATTR = "sapbert_abbreviation_offsets"
+
+
+def _offsets(doc: Doc) -> List[Tuple[int, int, int, int]]:
+    value = doc._.get(OFFSETS_ATTR)
+    return [tuple(item) for item in value] if value else []
+
+
+def _doc_abbreviations(doc: Doc) -> List[Tuple[Span, Span]]:
+    pairs = []
+    for short_start, short_end, long_start, long_end in _offsets(doc):
+        short = doc.char_span(short_start, short_end, alignment_mode="expand")
+        long = doc.char_span(long_start, long_end, alignment_mode="expand")
+        if short is not None and long is not None and len(short) and len(long):
+            pairs.append((short, long))
+    return pairs
+
+
+def _doc_long_forms(doc: Doc) -> Dict[str, str]:
+    text = doc.text
+    out: Dict[str, str] = {}
+    for short_start, short_end, long_start, long_end in _offsets(doc):
+        out.setdefault(text[short_start:short_end], text[long_start:long_end])
+    return out
+
+
+def _span_long_form(span: Span) -> Optional[str]:
+    return _doc_long_forms(span.doc).get(span.text)
+
+
+def install_extensions() -> None:
+    """Register the Doc/Span extensions (once; existing ones are left alone)."""
+    if not Doc.has_extension(OFFSETS_ATTR):
+        Doc.set_extension(OFFSETS_ATTR, default=None)
+    if not Doc.has_extension("abbreviations"):
+        Doc.set_extension("abbreviations", getter=_doc_abbreviations)
+    if not Span.has_extension("long_form"):
+        Span.set_extension("long_form", getter=_span_long_form)
+
+
+class AbbreviationDetector:
+    """Pipeline component: finds Schwartz-Hearst abbreviation definitions in ``doc.text``."""
+
+    def __init__(self, nlp: Optional[Language] = None, name: str = "sapbert_abbreviations"):
+        self.name = name
+        install_extensions()
+
+    def __call__(self, doc: Doc) -> Doc:
+        doc._.set(
+            OFFSETS_ATTR,
+            [(a.short_start, a.short_end, a.long_start, a.long_end) for a in find_abbreviations(doc.text)],
+        )
+        return doc
+
+    def pipe(self, docs: Iterable[Doc], batch_size: int = 128) -> Iterable[Doc]:
+        for doc in docs:
+            yield self(doc)
+
+
+@Language.factory("sapbert_abbreviations")
+def make_abbreviation_detector(nlp: Language, name: str) -> AbbreviationDetector:
+    """Factory of the "sapbert_abbreviations" component (no settings)."""
+    return AbbreviationDetector(nlp, name)

@@ -1,0 +1,282 @@
+"""Query preprocessing (normalisation, composites, gold ids, spell check) and Schwartz-Hearst abbreviations."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import shared_file
+from spacy_sapbert.abbreviations import (
+    Abbreviation,
+    AbbreviationDetector,
+    expand_abbreviations,
+    find_abbreviations,
+    install_extensions,
+)
+from spacy_sapbert.preprocess import (
+    apply_spell_check,
+    gold_ids,
+    is_composite,
+    is_cuiless,
+    normalize_text,
+    split_composite,
+    split_coordination,
+)
+from spacy_sapbert.readers.corpora import read_pubtator
+
+# --------------------------------------------------------------------------------------------------
+# normalize_text
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Breast/Ovarian-Cancer (BRCA1)", "breast ovarian cancer brca1"),
+        ("  Wilson's   disease\t", "wilson s disease"),
+        ('generalized epilepsy and febrile seizures " plus "', "generalized epilepsy and febrile seizures plus"),
+        ("ataxia-telangiectasia;", "ataxia telangiectasia"),
+        ("Crème brûlée", "crème brûlée"),
+    ],
+)
+def test_normalize_text(text, expected):
+    assert normalize_text(text) == expected
+
+
+def test_normalize_text_flags():
+    assert normalize_text("Type-2  Diabetes", lowercase=False) == "Type 2 Diabetes"
+    assert normalize_text("Type-2  Diabetes", remove_punctuation=False) == "type-2 diabetes"
+    assert normalize_text("Type-2  Diabetes", lowercase=False, remove_punctuation=False) == "Type-2 Diabetes"
+
+
+# --------------------------------------------------------------------------------------------------
+# gold ids
+
+
+def test_gold_ids_and_composites():
+    assert gold_ids("D003924") == {"D003924"}
+    assert gold_ids("OMIM:215600") == {"OMIM:215600"}
+    assert gold_ids("D001943|D010051") == {"D001943", "D010051"}
+    assert gold_ids("D004829+D003294") == {"D004829", "D003294"}
+    assert gold_ids("MESH:D003520,MESH:D003630") == {"MESH:D003520", "MESH:D003630"}
+    assert gold_ids(" D1 | D2 ") == {"D1", "D2"}
+    assert not is_composite("D003924") and not is_composite("OMIM:215600") and not is_composite("-1")
+    assert is_composite("D001|D002") and is_composite("D001+D002")
+    assert is_cuiless("-1") and is_cuiless("-") and is_cuiless("") and not is_cuiless("D001")
+
+
+# --------------------------------------------------------------------------------------------------
+# composite mentions
+
+
+def ncbi_test_mentions():
+    docs = read_pubtator(shared_file("ncbi-disease", "NCBItestset_corpus.txt"))
+    return {(d.id, m.start): m for d in docs for m in d.mentions}
+
+
+def test_split_composite_on_real_ncbi_mentions():
+    mentions = ncbi_test_mentions()
+    # NCBItestset_corpus.txt line 764
+    m = mentions[("9724771", 252)]
+    assert (m.text, m.gold) == ("colorectal adenomas and carcinoma", "D018256|D015179")
+    assert split_composite(m.text, m.gold) == [("colorectal adenomas", "D018256"), ("colorectal carcinoma", "D015179")]
+    # line 659: three parts sharing a head
+    m = mentions[("9585583", 1232)]
+    assert split_composite(m.text, m.gold) == [
+        ("Saethre-Chotzen syndromes", "OMIM:101400"),
+        ("Crouzon syndromes", "OMIM:123500"),
+        ("Pfeiffer syndromes", "OMIM:101600"),
+    ]
+    # line 388: shared modifier
+    m = mentions[("9506545", 304)]
+    assert split_composite(m.text, m.gold) == [
+        ("spinocerebellar ataxias 1", "OMIM:164400"),
+        ("spinocerebellar ataxias 2", "OMIM:183090"),
+    ]
+    # line 283: multi-word first part still gets the head
+    m = mentions[("9467011", 420)]
+    assert [p for p, _ in split_composite(m.text, m.gold)] == [
+        "sporadic breast cancer", "brain cancer", "prostate cancer", "kidney cancer"
+    ]
+    # line 1094: not a coordination -> the full mention for each id
+    m = mentions[("9620771", 398)]
+    assert split_composite(m.text, m.gold) == [("ACTH deficiency", "OMIM:201400"), ("ACTH deficiency", "C535668")]
+    # line 890: 3 parts for 2 ids -> no split
+    m = mentions[("9869602", 1285)]
+    assert split_composite(m.text, m.gold) == [(m.text, "D009369"), (m.text, "D015179")]
+
+
+@pytest.mark.parametrize(
+    "mention, gold, expected",
+    [
+        ("breast and ovarian cancer", "D001943|D010051", [("breast cancer", "D001943"), ("ovarian cancer", "D010051")]),
+        ("cleft lip and/or palate", "D002971|D002972", [("cleft lip", "D002971"), ("cleft palate", "D002972")]),
+        ("Duchenne/Becker muscular dystrophy", "D020388|C537666",
+         [("Duchenne dystrophy", "D020388"), ("Becker muscular dystrophy", "C537666")]),
+        ("cancer of the renal pelvis, ureter or bladder", "A|B|C",
+         [("cancer of the renal pelvis", "A"), ("cancer of the ureter", "B"), ("cancer of the bladder", "C")]),
+        ("pain and visual disturbance in the ipsilateral eye", "A|B",
+         [("pain in the ipsilateral eye", "A"), ("visual disturbance in the ipsilateral eye", "B")]),
+        ("generalized epilepsy and febrile seizures", "D004829+D003294",
+         [("generalized epilepsy and febrile seizures", "D004829+D003294")]),
+        ("fever", "D005334", [("fever", "D005334")]),
+    ],
+)
+def test_split_composite_rules(mention, gold, expected):
+    assert split_composite(mention, gold) == expected
+
+
+def test_split_composite_keep_whole_gold():
+    assert split_composite("breast or ovarian cancer", "D010051|D001943", pair_in_order=False) == [
+        ("breast cancer", "D010051|D001943"),
+        ("ovarian cancer", "D010051|D001943"),
+    ]
+    assert split_composite("hemophilia", "D006467|D002836", pair_in_order=False) == [("hemophilia", "D006467|D002836")]
+
+
+def test_split_coordination():
+    assert split_coordination("brain, breast, and prostate cancer") == ["brain", "breast", "prostate cancer"]
+    assert split_coordination("cleft lip/palate") == ["cleft lip", "palate"]
+    assert split_coordination("breast and/or ovarian cancer") == ["breast", "ovarian cancer"]
+    assert split_coordination("Alzheimer disease") == ["Alzheimer disease"]
+
+
+def test_split_composite_reproduces_most_bc5cdr_part_lists():
+    """BC5CDR lists composite parts by hand: where the coordination has as many parts as ids, the rule
+    reproduces at least 75 of the 85 part lists of train + dev exactly (77 when written)."""
+    total = exact = 0
+    for name in ("CDR_TrainingSet.PubTator.txt", "CDR_DevelopmentSet.PubTator.txt"):
+        for doc in read_pubtator(shared_file("bc5cdr", name)):
+            for m in doc.mentions:
+                ids = m.gold.split("|")
+                if m.parts and len(m.parts) == len(ids) and len(split_coordination(m.text)) == len(ids):
+                    total += 1
+                    exact += [p for p, _ in split_composite(m.text, m.gold)] == m.parts
+    assert total == 85
+    assert exact >= 75
+
+
+# --------------------------------------------------------------------------------------------------
+# spell check
+
+
+def test_apply_spell_check_whole_words():
+    corrections = {"fist": "first", "cirrohsis": "cirrhosis", "hemmorhage": "haemorrhage"}
+    assert apply_spell_check("fist degree cirrohsis", corrections) == "first degree cirrhosis"
+    assert apply_spell_check("fistula", corrections) == "fistula"
+    assert apply_spell_check("fist-degree (cirrohsis)", corrections) == "first-degree (cirrhosis)"
+    assert apply_spell_check("Fist", corrections) == "Fist"
+    assert apply_spell_check("anything", {}) == "anything"
+
+
+def test_apply_spell_check_with_biosyn_file():
+    from spacy_sapbert.readers import read_spell_check
+
+    corrections = read_spell_check(shared_file("medic", "ncbi-spell-check.txt"))
+    assert len(corrections) >= 30
+    assert corrections["hemmorhage"] == "haemorrhage"
+    assert apply_spell_check("intracranial hemmorhage", corrections) == "intracranial haemorrhage"
+    assert apply_spell_check(normalize_text("Hepatosplenomegally."), corrections) == "hepatosplenomegaly"
+
+
+# --------------------------------------------------------------------------------------------------
+# Schwartz & Hearst abbreviations
+
+
+@pytest.mark.parametrize(
+    "text, short, long",
+    [
+        ("a dysfunctional ATP7B gene, causing Wilson disease (WD).", "WD", "Wilson disease"),
+        ("the common autosomal recessive copper toxicosis (CT) in Bedlington terriers", "CT", "copper toxicosis"),
+        ("Germline mutations of the Adenomatous polyposis coli (APC) gene", "APC", "Adenomatous polyposis coli"),
+        ("using fluorescence in situ hybridization (FISH).", "FISH", "fluorescence in situ hybridization"),
+        ("in heart rate (HR) and", "HR", "heart rate"),
+        ("Wilson disease (WD; MIM 277900) is", "WD", "Wilson disease"),
+        ("tumour necrosis factor alpha (TNF-alpha) levels", "TNF-alpha", "tumour necrosis factor alpha"),
+        ("The WD (Wilson disease) gene", "WD", "Wilson disease"),
+    ],
+)
+def test_find_abbreviations(text, short, long):
+    found = find_abbreviations(text)
+    assert len(found) == 1
+    abbreviation = found[0]
+    assert isinstance(abbreviation, Abbreviation) and isinstance(abbreviation, tuple)
+    assert (abbreviation.short, abbreviation.long) == (short, long)
+    assert text[abbreviation.short_start : abbreviation.short_end] == short
+    assert text[abbreviation.long_start : abbreviation.long_end] == long
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "as first reported in 1990 (2).",
+        "significant (p < 0.05) and large (n = 12)",
+        "the gene (WD) was",  # the first character W must start a long-form word: none does
+        "myotonic dystrophy (DM)",  # D before M: no match walking backwards
+        "results were seen (Fig. 2)",
+        "an unclosed (parenthesis",
+        "Wilson disease. (WD)",  # the long form does not reach over a sentence end
+    ],
+)
+def test_find_abbreviations_negative(text):
+    assert find_abbreviations(text) == []
+
+
+def test_long_form_word_limit():
+    # "CT": at most min(2 + 5, 2 * 2) = 4 words; the match needs a word starting with c within them
+    assert find_abbreviations("copper in the liver of the toxicosis (CT)") == []
+    assert [a.long for a in find_abbreviations("abnormal copper toxicosis (CT)")] == ["copper toxicosis"]
+
+
+def test_abbreviations_in_ncbi_document():
+    doc = next(iter(read_pubtator(shared_file("ncbi-disease", "NCBItestset_corpus.txt"))))
+    found = {(a.short, a.long) for a in find_abbreviations(doc.text)}
+    assert {("WD", "Wilson disease"), ("CT", "copper toxicosis"), ("FISH", "fluorescence in situ hybridization")} <= found
+
+
+def test_expand_abbreviations():
+    text = "Patients with Wilson disease (WD) and copper toxicosis (CT) were studied."
+    assert expand_abbreviations(text, "WD") == "Wilson disease"
+    assert expand_abbreviations(text, "WD gene") == "Wilson disease gene"
+    assert expand_abbreviations(text, "CT and WD") == "copper toxicosis and Wilson disease"
+    assert expand_abbreviations(text, "CTD") == "CTD"
+    assert expand_abbreviations("no abbreviations here", "WD") == "WD"
+
+
+# --------------------------------------------------------------------------------------------------
+# spaCy component
+
+
+def test_abbreviation_component_sets_long_form_on_later_mentions():
+    import spacy
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sapbert_abbreviations")
+    doc = nlp("The major cause is Wilson disease (WD). Mutations cause WD in man; copper toxicosis (CT) in dogs.")
+    assert [(s.text, l.text) for s, l in doc._.abbreviations] == [("WD", "Wilson disease"), ("CT", "copper toxicosis")]
+    later = [t for t in doc if t.text == "WD"][1]
+    assert later.i > doc._.abbreviations[0][0].start
+    assert doc[later.i : later.i + 1]._.long_form == "Wilson disease"
+    assert doc[4:6]._.long_form is None  # "Wilson disease" itself
+    assert doc[0:1]._.long_form is None
+    # plain values are stored, so the Doc serializes with its user data
+    from spacy.tokens import DocBin
+
+    restored = next(DocBin(docs=[doc], store_user_data=True).from_bytes(
+        DocBin(docs=[doc], store_user_data=True).to_bytes()).get_docs(nlp.vocab))
+    assert [(s.text, l.text) for s, l in restored._.abbreviations] == [("WD", "Wilson disease"), ("CT", "copper toxicosis")]
+    assert restored[later.i : later.i + 1]._.long_form == "Wilson disease"
+
+
+def test_abbreviation_component_is_idempotent_and_plain():
+    import spacy
+
+    install_extensions()
+    install_extensions()
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sapbert_abbreviations", name="abbr1")
+    other = spacy.blank("en")
+    other.add_pipe("sapbert_abbreviations")
+    doc = nlp("No definitions in this text.")
+    assert doc._.abbreviations == []
+    assert doc[0:1]._.long_form is None
+    assert isinstance(AbbreviationDetector()(nlp.make_doc("heart rate (HR)"))._.sapbert_abbreviation_offsets, list)
+    # a span of a doc that the component never saw has no long form
+    assert spacy.blank("en")("Wilson disease (WD) again WD")[5:6]._.long_form is None
