@@ -147,6 +147,75 @@ def _echo_link(text: str, kb_id: Optional[str], name: Optional[str], score: Opti
     typer.echo(f"  {text!r:30} -> {kb_id or '-':12} {name or '':40} {shown}")
 
 
+@app.command("evaluate")
+def evaluate_command(
+    corpus: Path = typer.Argument(..., help="Annotated corpus: PubTator (NCBI-disease, BC5CDR, MedMentions), BioSyn .concept or XL-BEL."),
+    vocab: List[Path] = typer.Option(..., help="Vocabulary file(s); the format is guessed from the name unless --vocab-format is given."),
+    vocab_format: str = typer.Option("auto", help="Format of every --vocab: dictionary, medic, umls, obo, obo-json, mesh, mesh-supp, auto."),
+    mesh_trees: List[str] = typer.Option([], help="Keep only MeSH descriptors under these tree letters (e.g. D for chemicals)."),
+    model: Optional[str] = typer.Option(None, help="Encoder to evaluate (hub name or folder). Default: the offline all-MiniLM-L6-v2."),
+    pooling: Optional[str] = typer.Option(None, help="cls or mean. Default: mean for MiniLM, cls otherwise."),
+    max_length: int = typer.Option(25, help="Word pieces per name or mention."),
+    batch_size: int = typer.Option(128, help="Strings per encoder batch."),
+    device: str = typer.Option("auto", help="auto, cpu or cuda."),
+    corpus_format: str = typer.Option("auto", help="pubtator, biosyn, xlbel or auto."),
+    label: List[str] = typer.Option([], help="Only mentions with these labels (e.g. Disease, Chemical)."),
+    train: List[Path] = typer.Option([], help="Training (and dev) corpora whose mentions the biosyn protocol adds as names."),
+    protocol: List[str] = typer.Option(["strict", "biosyn"], help="strict (vocabulary names only) and/or biosyn (plus --train mentions)."),
+    baselines: bool = typer.Option(False, help="Also run exact match, TF-IDF character 3-grams and the untuned encoder."),
+    baseline_model: Optional[str] = typer.Option(None, help="The untuned encoder of --baselines. Default: the offline all-MiniLM-L6-v2."),
+    spell_check: Optional[Path] = typer.Option(None, help="misspelling||correction file applied to queries (BioSyn's NCBI list)."),
+    abbreviations: bool = typer.Option(True, help="Resolve abbreviations defined in the document (Schwartz-Hearst)."),
+    remove_punctuation: bool = typer.Option(True, help="Replace punctuation by spaces in queries and names (BioSyn)."),
+    cache_dir: Optional[Path] = typer.Option(None, help="Reuse encoded dictionaries between runs. Default: ~/.cache/spacy-sapbert/eval-index."),
+    output: Optional[Path] = typer.Option(None, help="Write the JSON report here."),
+    plot: Optional[Path] = typer.Option(None, help="Write a PNG of acc@k against k here."),
+    title: Optional[str] = typer.Option(None, help="Title of the table and plot."),
+) -> None:
+    """Accuracy (acc@1/5/10, MRR) on a benchmark corpus with the BioSyn/SapBERT protocol; prints a Markdown table."""
+    from .encoder import offline_default_model
+    from .evaluation import Preprocessing, markdown_table, plot_curves, run_benchmark
+    from .readers import guess_format, read_spell_check
+
+    default = offline_default_model()
+    model, pooling = _model_and_pooling(model, pooling, default)
+    vocabularies = []
+    for path in vocab:
+        fmt = guess_format(path) if vocab_format == "auto" else vocab_format
+        options = {"trees": mesh_trees} if fmt == "mesh" and mesh_trees else {}
+        vocabularies.append((path, fmt, options))
+    prep = Preprocessing(
+        remove_punctuation=remove_punctuation,
+        abbreviations=abbreviations,
+        spell_check=read_spell_check(spell_check) if spell_check else {},
+    )
+    report = run_benchmark(
+        corpus,
+        vocabularies,
+        model=model,
+        pooling=pooling,
+        max_length=max_length,
+        batch_size=batch_size,
+        device=device,
+        corpus_format=corpus_format,
+        labels=label or None,
+        train=train,
+        protocols=protocol,
+        baselines=baselines,
+        baseline_model=baseline_model or default,
+        prep=prep,
+        cache_dir=cache_dir or Path.home() / ".cache" / "spacy-sapbert" / "eval-index",
+        title=title,
+    )
+    if output:
+        from .io import atomic_write_text
+
+        atomic_write_text(output, srsly.json_dumps(report, indent=2))
+    if plot:
+        plot_curves(report, plot)
+    typer.echo(markdown_table(report))
+
+
 def main() -> None:
     from transformers.utils import logging as hf_logging
 

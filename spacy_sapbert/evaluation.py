@@ -1,0 +1,512 @@
+"""Benchmark evaluation with the BioSyn/SapBERT protocol, and the baselines it is compared with.
+
+Queries are preprocessed as BioSyn did (abbreviations resolved from the document, NCBI spell-check
+list, lowercase, punctuation to spaces); dictionary names get the same normalization. A composite
+mention (`A|B` gold) is split into parts and is a hit at k only when every part is; as in BioSyn's
+scorer, a part is right when its prediction shares an id with the mention's gold set. A predicted
+concept hits when any of its ids (primary or alternative, e.g. MEDIC AltDiseaseIDs) is in the gold
+set (`A+B` gives {A, B}).
+
+Two dictionary protocols: `strict` (vocabulary names only) and `biosyn` (vocabulary plus the
+training (and dev) mentions as extra names of their gold concepts, as the published tables use).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+import numpy
+
+from .abbreviations import expand_abbreviations, find_abbreviations
+from .index import Candidate, ConceptIndex, NameLinks, name_table
+from .kb import Concept, KnowledgeBase
+from .preprocess import apply_spell_check, gold_ids, is_cuiless, normalize_text, split_composite
+from .readers.corpora import Document, Query
+
+KS = tuple(range(1, 11))
+PROTOCOLS = ("strict", "biosyn")
+
+
+@dataclass
+class EvalMention:
+    """One scored mention: its query strings (one, or one per composite part) and gold id set."""
+
+    text: str
+    gold: str
+    queries: List[str]
+    doc_id: str = ""
+
+    @property
+    def gold_set(self) -> set:
+        return gold_ids(self.gold)
+
+
+@dataclass
+class Preprocessing:
+    """The query/name normalization of the protocol; each step can be switched off."""
+
+    lowercase: bool = True
+    remove_punctuation: bool = True
+    abbreviations: bool = True
+    spell_check: Mapping[str, str] = field(default_factory=dict)
+
+    def text(self, text: str) -> str:
+        if self.spell_check:
+            text = apply_spell_check(text, self.spell_check)
+        return normalize_text(text, lowercase=self.lowercase, remove_punctuation=self.remove_punctuation)
+
+
+# queries ----------------------------------------------------------------------------------------
+
+
+def mention_parts(text: str, gold: str, listed_parts: Sequence[str] = ()) -> List[str]:
+    """The texts to search for one mention: the listed parts (BC5CDR), its composite split, or itself."""
+    if "|" not in gold:
+        return [text]
+    n_ids = len([g for g in gold.split("|") if g.strip()])
+    if listed_parts and len(listed_parts) == n_ids:
+        return list(listed_parts)
+    return [part for part, _ in split_composite(text, gold, pair_in_order=False)]
+
+
+def mentions_from_documents(
+    documents: Iterable[Document], prep: Preprocessing, labels: Optional[Iterable[str]] = None
+) -> Tuple[List[EvalMention], int]:
+    """Scored mentions of annotated documents, and how many had no concept (`-1`) and were left out."""
+    wanted = set(labels) if labels else None
+    mentions: List[EvalMention] = []
+    cuiless = 0
+    for document in documents:
+        abbreviations = find_abbreviations(document.text) if prep.abbreviations else []
+        for mention in document.mentions:
+            if wanted is not None and mention.label not in wanted:
+                continue
+            if is_cuiless(mention.gold):
+                cuiless += 1
+                continue
+            parts = mention_parts(mention.text, mention.gold, mention.parts)
+            if abbreviations:
+                parts = [expand_abbreviations(document.text, part, abbreviations) for part in parts]
+            mentions.append(EvalMention(mention.text, mention.gold, [prep.text(p) for p in parts], document.id))
+    return mentions, cuiless
+
+
+def mentions_from_queries(queries: Iterable[Query], prep: Preprocessing) -> Tuple[List[EvalMention], int]:
+    """Scored mentions of query-only corpora (BioSyn .concept, XL-BEL): no document text to expand from."""
+    mentions: List[EvalMention] = []
+    cuiless = 0
+    for query in queries:
+        if is_cuiless(query.gold):
+            cuiless += 1
+            continue
+        parts = mention_parts(query.mention, query.gold)
+        mentions.append(EvalMention(query.mention, query.gold, [prep.text(p) for p in parts], query.doc_id))
+    return mentions, cuiless
+
+
+# dictionaries -----------------------------------------------------------------------------------
+
+
+def normalized_concepts(concepts: Iterable[Concept], prep: Preprocessing) -> List[Concept]:
+    """Concepts whose names went through the same normalization as the queries."""
+    out = []
+    for concept in concepts:
+        names = [n for n in (prep.text(name) for name in concept.names) if n]
+        if names:
+            out.append(Concept(concept.id, names[0], names[1:], concept.types, concept.xrefs, concept.alt_ids))
+    return out
+
+
+def training_names(mentions: Iterable[EvalMention], kb: KnowledgeBase) -> List[Tuple[str, str]]:
+    """(concept id, mention text) for every single-concept training mention, the biosyn protocol's extra names."""
+    out = []
+    for mention in mentions:
+        ids = mention.gold_set
+        if len(ids) == 1 and len(mention.queries) == 1:
+            concept = kb.get(next(iter(ids)))
+            if concept is not None:
+                out.append((concept.id, mention.queries[0]))
+    return out
+
+
+def with_extra_names(concepts: Sequence[Concept], extra: Iterable[Tuple[str, str]]) -> List[Concept]:
+    """Copies of `concepts` with the extra (id, name) pairs appended as synonyms."""
+    added: Dict[str, List[str]] = {}
+    for concept_id, name in extra:
+        added.setdefault(concept_id, []).append(name)
+    return [
+        Concept(c.id, c.name, c.synonyms + added[c.id], c.types, c.xrefs, c.alt_ids) if c.id in added else c
+        for c in concepts
+    ]
+
+
+# retrievers -------------------------------------------------------------------------------------
+
+
+class ExactMatchRetriever:
+    """Baseline: the concepts having a name equal to the query string (score 1), else nothing."""
+
+    name = "exact match"
+
+    def __init__(self, concepts: Sequence[Concept]):
+        self._by_name: Dict[str, List[str]] = {}
+        for concept in concepts:
+            for name in concept.names:
+                ids = self._by_name.setdefault(name, [])
+                if concept.id not in ids:
+                    ids.append(concept.id)
+
+    def rank(self, texts: Sequence[str], k: int) -> List[List[Candidate]]:
+        return [[(cid, 1.0) for cid in self._by_name.get(text, [])[:k]] for text in texts]
+
+
+class TfidfRetriever:
+    """Baseline: cosine nearest neighbours over TF-IDF character 3-grams (scispaCy's candidate generator method)."""
+
+    name = "tf-idf char 3-grams"
+
+    def __init__(self, concepts: Sequence[Concept], chunk: int = 256):
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        self.concepts = list(concepts)
+        names, pair_names, pair_concepts = name_table(self.concepts, lowercase=False)
+        self.links = NameLinks(pair_names, pair_concepts, len(names))
+        self.vectorizer = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 3), dtype=numpy.float32)
+        self.matrix = self.vectorizer.fit_transform(names).T.tocsr()
+        self.chunk = chunk
+
+    def rank(self, texts: Sequence[str], k: int) -> List[List[Candidate]]:
+        depth = min(self.matrix.shape[1], 8 * k + 32)
+        out: List[List[Candidate]] = []
+        for start in range(0, len(texts), self.chunk):
+            scores = (self.vectorizer.transform(texts[start : start + self.chunk]) @ self.matrix).toarray()
+            top = numpy.argpartition(-scores, depth - 1, axis=1)[:, :depth]
+            for row, candidates in zip(scores, top):
+                order = candidates[numpy.argsort(-row[candidates], kind="stable")]
+                order = order[row[order] > 0]
+                out.append(self.links.concept_hits(row[order], order, k, self.concepts))
+        return out
+
+
+class EncoderRetriever:
+    """The linker's retrieval: encoder + faiss concept index."""
+
+    def __init__(self, name: str, encoder, index: ConceptIndex):
+        self.name = name
+        self.encoder = encoder
+        self.index = index
+
+    def rank(self, texts: Sequence[str], k: int) -> List[List[Candidate]]:
+        return self.index.search(self.encoder.encode(list(texts), progress=len(texts) > 5000), k)
+
+    def add_names(self, extra: Iterable[Tuple[str, str]]) -> None:
+        self.index.add_names(extra, lambda names: self.encoder.encode(names, progress=True))
+
+
+def build_encoder_index(
+    encoder, concepts: Sequence[Concept], cache_dir: Optional[Path] = None, cache_key: str = ""
+) -> ConceptIndex:
+    """The strict concept index for an encoder, reused from `cache_dir` when the same one was built before."""
+    path = Path(cache_dir) / cache_key if cache_dir and cache_key else None
+    if path is not None and (path / "meta.json").exists():
+        return ConceptIndex.from_disk(path)
+    index = ConceptIndex.build(concepts, lambda names: encoder.encode(names, progress=True))
+    if path is not None:
+        index.to_disk(path)
+    return index
+
+
+def index_cache_key(model: str, pooling: str, max_length: int, vocabularies: Sequence[Path], options: Mapping) -> str:
+    """A key that changes whenever the model files, the vocabulary files or the preprocessing change."""
+    stamp = []
+    for path in [Path(model), *map(Path, vocabularies)]:
+        files = sorted(path.rglob("*")) if path.is_dir() else [path]
+        stamp += [(str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns) for f in files if f.is_file()]
+    blob = json.dumps([model, pooling, max_length, stamp, dict(options)], sort_keys=True, default=str)
+    return hashlib.sha1(blob.encode("utf8")).hexdigest()[:16]
+
+
+# scoring ----------------------------------------------------------------------------------------
+
+
+def gold_rank(candidates: Sequence[Candidate], gold: set, kb: KnowledgeBase) -> Optional[int]:
+    """1-based rank of the first candidate sharing an id (primary or alternative) with `gold`, else None."""
+    for rank, (cid, _) in enumerate(candidates, 1):
+        concept = kb.get(cid)
+        ids = concept.all_ids if concept is not None else [cid]
+        if gold.intersection(ids):
+            return rank
+    return None
+
+
+def mention_rank(part_ranks: Sequence[Optional[int]]) -> Optional[int]:
+    """A composite mention ranks as its worst part; None when any part was not found."""
+    if any(r is None for r in part_ranks):
+        return None
+    return max(part_ranks)  # type: ignore[type-var]
+
+
+def metrics_from_ranks(ranks: Sequence[Optional[int]], ks: Sequence[int] = KS) -> Dict[str, float]:
+    """acc@k for every k in `ks` and the mean reciprocal rank (0 for a miss)."""
+    n = len(ranks)
+    if n == 0:
+        return {**{f"acc@{k}": 0.0 for k in ks}, "mrr": 0.0}
+    out = {f"acc@{k}": sum(1 for r in ranks if r is not None and r <= k) / n for k in ks}
+    out["mrr"] = sum(1.0 / r for r in ranks if r is not None) / n
+    return out
+
+
+def score_retriever(
+    retriever, mentions: Sequence[EvalMention], kb: KnowledgeBase, k: int = max(KS)
+) -> Tuple[Dict[str, float], List[Optional[int]]]:
+    """Metrics and per-mention ranks; every distinct query string is searched once."""
+    distinct = sorted({q for m in mentions for q in m.queries})
+    ranked = dict(zip(distinct, retriever.rank(distinct, k))) if distinct else {}
+    ranks = [mention_rank([gold_rank(ranked[q], m.gold_set, kb) for q in m.queries]) for m in mentions]
+    return metrics_from_ranks(ranks), ranks
+
+
+def missing_gold(mentions: Iterable[EvalMention], kb: KnowledgeBase) -> Tuple[int, List[str]]:
+    """How many mentions have no gold id in the vocabulary, and which gold ids are absent."""
+    count = 0
+    absent = set()
+    for mention in mentions:
+        ids = mention.gold_set
+        lacking = {i for i in ids if i not in kb}
+        absent |= lacking
+        if lacking == ids:
+            count += 1
+    return count, sorted(absent)
+
+
+# end to end -------------------------------------------------------------------------------------
+
+
+def evaluate_end_to_end(nlp, documents: Sequence[Document], labels: Optional[Iterable[str]] = None) -> Dict[str, float]:
+    """(span, id) precision, recall and F1 of a whole pipeline on raw document texts.
+
+    A predicted entity is a true positive when a gold mention has the same character offsets and
+    the predicted id shares an id (primary or alternative) with the gold set. Gold mentions without
+    a concept (`-1`) are left out of the gold set; predictions on them count as false positives.
+    """
+    linker = nlp.get_pipe("sapbert_linker") if "sapbert_linker" in nlp.pipe_names else None
+    wanted = set(labels) if labels else None
+    tp = fp = n_gold = 0
+    docs = nlp.pipe(d.text for d in documents)
+    for document, doc in zip(documents, docs):
+        gold = {
+            (m.start, m.end): gold_ids(m.gold)
+            for m in document.mentions
+            if not is_cuiless(m.gold) and (wanted is None or m.label in wanted)
+        }
+        n_gold += len(gold)
+        for ent in doc.ents:
+            if not ent.kb_id_:
+                continue
+            concept = linker.concept(ent.kb_id_) if linker is not None else None
+            ids = concept.all_ids if concept is not None else [ent.kb_id_]
+            if gold.get((ent.start_char, ent.end_char), set()).intersection(ids):
+                tp += 1
+            else:
+                fp += 1
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / n_gold if n_gold else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"precision": precision, "recall": recall, "f1": f1, "tp": tp, "fp": fp, "fn": n_gold - tp}
+
+
+# the benchmark run ------------------------------------------------------------------------------
+
+
+@dataclass
+class System:
+    """A named way to rank concepts; `make` builds its retriever for a dictionary (list of concepts)."""
+
+    name: str
+    make: Callable[[Sequence[Concept]], object]
+
+
+def run_protocols(
+    systems: Sequence[System],
+    concepts: Sequence[Concept],
+    mentions: Sequence[EvalMention],
+    extra_names: Sequence[Tuple[str, str]],
+    protocols: Sequence[str] = PROTOCOLS,
+    progress: bool = True,
+) -> Dict[str, Dict[str, Dict[str, float]]]:
+    """{system: {protocol: metrics}} with every system on the same mentions and dictionaries."""
+    unknown = [p for p in protocols if p not in PROTOCOLS]
+    if unknown:
+        from .errors import SapbertError
+
+        raise SapbertError(f"unknown protocol(s) {unknown}; choose from {list(PROTOCOLS)}")
+    kb = KnowledgeBase(concepts)
+    results: Dict[str, Dict[str, Dict[str, float]]] = {}
+    steps = [(s, p) for s in systems for p in protocols]
+    if progress:
+        from tqdm import tqdm
+
+        steps = tqdm(steps, desc="evaluating", unit="run")
+    retrievers: Dict[str, object] = {}
+    for system, protocol in steps:
+        retriever = retrievers.get(system.name)
+        if protocol == "strict" or retriever is None:
+            retriever = system.make(concepts)
+        if protocol == "biosyn":
+            if hasattr(retriever, "add_names"):
+                retriever.add_names(extra_names)  # only the new names are encoded
+            else:
+                retriever = system.make(with_extra_names(concepts, extra_names))
+        retrievers[system.name] = retriever
+        metrics, _ = score_retriever(retriever, mentions, kb)
+        results.setdefault(system.name, {})[protocol] = metrics
+    return results
+
+
+def markdown_table(report: Mapping) -> str:
+    """The report's results as a Markdown table: one row per system and protocol."""
+    lines = [
+        f"{report.get('title', 'evaluation')}: {report['n_mentions']} mentions"
+        f" ({report['n_missing_gold']} with no gold id in the vocabulary, {report['n_cuiless']} without concept left out)",
+        "",
+        "| system | protocol | acc@1 | acc@5 | acc@10 | MRR |",
+        "|---|---|---|---|---|---|",
+    ]
+    for system, by_protocol in report["results"].items():
+        for protocol, m in by_protocol.items():
+            lines.append(
+                f"| {system} | {protocol} | {100 * m['acc@1']:.1f} | {100 * m['acc@5']:.1f} | "
+                f"{100 * m['acc@10']:.1f} | {m['mrr']:.3f} |"
+            )
+    return "\n".join(lines)
+
+
+def plot_curves(report: Mapping, path: os.PathLike) -> None:
+    """A PNG of acc@k against k, one line per system and protocol."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for system, by_protocol in report["results"].items():
+        for protocol, m in by_protocol.items():
+            ks = sorted(int(key.split("@")[1]) for key in m if key.startswith("acc@"))
+            ax.plot(ks, [100 * m[f"acc@{k}"] for k in ks], marker="o", label=f"{system} ({protocol})")
+    ax.set_xlabel("k")
+    ax.set_ylabel("acc@k (%)")
+    ax.set_title(report.get("title", "evaluation"))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    from .io import atomic_write
+
+    atomic_write(Path(path), lambda tmp: fig.savefig(tmp, format="png", dpi=120))
+    plt.close(fig)
+
+
+def read_corpus(path: Path, corpus_format: str, prep: Preprocessing, labels: Optional[Sequence[str]] = None):
+    """(scored mentions, cui-less count, documents or None) of a corpus file."""
+    from .readers.corpora import read_biosyn_concepts, read_pubtator, read_xlbel
+
+    if corpus_format == "pubtator":
+        documents = list(read_pubtator(path))
+        mentions, cuiless = mentions_from_documents(documents, prep, labels)
+        return mentions, cuiless, documents
+    readers = {"biosyn": read_biosyn_concepts, "xlbel": read_xlbel}
+    if corpus_format not in readers:
+        from .errors import SapbertError
+
+        raise SapbertError(f"corpus format {corpus_format!r} is not supported; choose from pubtator, biosyn, xlbel")
+    queries = [q for q in readers[corpus_format](path) if not labels or q.label in labels]
+    mentions, cuiless = mentions_from_queries(queries, prep)
+    return mentions, cuiless, None
+
+
+def guess_corpus_format(path: Path) -> str:
+    name = Path(path).name.lower()
+    if name.endswith(".concept"):
+        return "biosyn"
+    if "xlbel" in name or "xl_bel" in name or "xl-bel" in str(path).lower():
+        return "xlbel"
+    return "pubtator"
+
+
+def run_benchmark(
+    corpus: Path,
+    vocabularies: Sequence[Tuple[Path, str, Mapping]],
+    *,
+    model: Optional[str],
+    pooling: str = "cls",
+    max_length: int = 25,
+    batch_size: int = 128,
+    device: str = "auto",
+    corpus_format: str = "auto",
+    labels: Optional[Sequence[str]] = None,
+    train: Sequence[Path] = (),
+    protocols: Sequence[str] = PROTOCOLS,
+    baselines: bool = False,
+    baseline_model: Optional[str] = None,
+    baseline_pooling: str = "mean",
+    prep: Optional[Preprocessing] = None,
+    cache_dir: Optional[Path] = None,
+    title: Optional[str] = None,
+) -> dict:
+    """Evaluate an encoder (and, with `baselines`, exact match, TF-IDF and the untuned encoder) on one corpus."""
+    from .encoder import Encoder
+    from .readers import read_vocabulary
+
+    prep = prep or Preprocessing()
+    corpus_format = guess_corpus_format(corpus) if corpus_format == "auto" else corpus_format
+    raw = [c for path, fmt, options in vocabularies for c in read_vocabulary(path, fmt, **options)]
+    concepts = normalized_concepts(KnowledgeBase(raw), prep)
+    kb = KnowledgeBase(concepts)
+    mentions, cuiless, _ = read_corpus(corpus, corpus_format, prep, labels)
+    extra: List[Tuple[str, str]] = []
+    for path in train:
+        train_mentions, _, _ = read_corpus(path, guess_corpus_format(path), prep, labels)
+        extra += training_names(train_mentions, kb)
+    n_missing, absent = missing_gold(mentions, kb)
+
+    prep_key = {"lowercase": prep.lowercase, "punct": prep.remove_punctuation, "vocab": [(str(p), f, dict(o)) for p, f, o in vocabularies]}
+
+    def encoder_system(name: str, model_name: str, model_pooling: str) -> System:
+        encoder = Encoder(model_name, pooling=model_pooling, max_length=max_length, batch_size=batch_size, device=device)
+        key = index_cache_key(model_name, model_pooling, max_length, [p for p, _, _ in vocabularies], prep_key)
+        return System(name, lambda dictionary: EncoderRetriever(name, encoder, build_encoder_index(encoder, dictionary, cache_dir, key)))
+
+    systems: List[System] = []
+    if baselines:
+        systems += [System(ExactMatchRetriever.name, ExactMatchRetriever), System(TfidfRetriever.name, TfidfRetriever)]
+        if baseline_model and (model is None or Path(baseline_model).resolve() != Path(model).resolve()):
+            systems.append(encoder_system(f"untuned {Path(baseline_model).name}", baseline_model, baseline_pooling))
+    if model:
+        systems.append(encoder_system(Path(model).name if os.path.isdir(model) else model, model, pooling))
+    results = run_protocols(systems, concepts, mentions, extra, protocols)
+    return {
+        "title": title or Path(corpus).name,
+        "corpus": str(corpus),
+        "corpus_format": corpus_format,
+        "labels": list(labels or []),
+        "vocabularies": [str(p) for p, _, _ in vocabularies],
+        "n_concepts": len(concepts),
+        "n_mentions": len(mentions),
+        "n_cuiless": cuiless,
+        "n_missing_gold": n_missing,
+        "absent_gold_ids": absent,
+        "n_extra_names_biosyn": len(extra),
+        "train": [str(p) for p in train],
+        "preprocessing": {
+            "lowercase": prep.lowercase,
+            "remove_punctuation": prep.remove_punctuation,
+            "abbreviations": prep.abbreviations,
+            "spell_check_entries": len(prep.spell_check),
+        },
+        "model": model,
+        "pooling": pooling,
+        "results": results,
+    }
