@@ -171,6 +171,7 @@ def evaluate_command(
     output: Optional[Path] = typer.Option(None, help="Write the JSON report here."),
     plot: Optional[Path] = typer.Option(None, help="Write a PNG of acc@k against k here."),
     title: Optional[str] = typer.Option(None, help="Title of the table and plot."),
+    end_to_end: Optional[Path] = typer.Option(None, help="Also run this saved pipeline on the raw documents and score (span, id) P/R/F1."),
 ) -> None:
     """Accuracy (acc@1/5/10, MRR) on a benchmark corpus with the BioSyn/SapBERT protocol; prints a Markdown table."""
     from .encoder import offline_default_model
@@ -207,6 +208,8 @@ def evaluate_command(
         cache_dir=cache_dir or Path.home() / ".cache" / "spacy-sapbert" / "eval-index",
         title=title,
     )
+    if end_to_end:
+        report["end_to_end"] = _end_to_end(end_to_end, corpus, label)
     if output:
         from .io import atomic_write_text
 
@@ -214,6 +217,18 @@ def evaluate_command(
     if plot:
         plot_curves(report, plot)
     typer.echo(markdown_table(report))
+    if end_to_end:
+        e2e = report["end_to_end"]
+        typer.echo(f"\nend to end ({end_to_end}): P {100 * e2e['precision']:.1f}, R {100 * e2e['recall']:.1f}, F1 {100 * e2e['f1']:.1f}")
+
+
+def _end_to_end(pipeline: Path, corpus: Path, labels: List[str]) -> dict:
+    import spacy
+
+    from .evaluation import evaluate_end_to_end
+    from .readers.corpora import read_pubtator
+
+    return {"pipeline": str(pipeline), **evaluate_end_to_end(spacy.load(pipeline), list(read_pubtator(corpus)), labels or None)}
 
 
 def main() -> None:

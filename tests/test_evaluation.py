@@ -179,3 +179,19 @@ def test_evaluate_command_writes_report_and_plot_and_repeats_exactly(tmp_path, t
     assert "| exact match | strict | 100.0 |" in result.output
     assert (tmp_path / "acc.png").read_bytes()[:4] == b"\x89PNG"
     assert list((tmp_path / "cache").iterdir())  # the encoded dictionary was cached and reused
+
+
+def test_evaluate_command_scores_a_pipeline_end_to_end(tmp_path, tiny_bert):
+    from spacy_sapbert.pipeline import build_pipeline, save_pipeline
+
+    (tmp_path / "corpus.txt").write_text(PUBTATOR, encoding="utf8")
+    (tmp_path / "vocab.txt").write_text("D1||Heart failure\nD2||Hepatoma\nD3||Nephropathy\n", encoding="utf8")
+    save_pipeline(build_pipeline(vocabulary(), tiny_bert, label="Disease"), tmp_path / "pipe")
+    result = CliRunner().invoke(app, ["evaluate", str(tmp_path / "corpus.txt"), "--vocab", str(tmp_path / "vocab.txt"),
+                                      "--model", tiny_bert, "--protocol", "strict", "--cache-dir", str(tmp_path / "c"),
+                                      "--end-to-end", str(tmp_path / "pipe"), "--output", str(tmp_path / "r.json")])
+    assert result.exit_code == 0, result.output
+    e2e = json.loads((tmp_path / "r.json").read_text())["end_to_end"]
+    # the matcher finds Hepatoma, heart failure, nephropathy (not "NP"); all three link to their gold ids
+    assert (e2e["tp"], e2e["fp"], e2e["fn"]) == (3, 0, 1)
+    assert "end to end" in result.output
