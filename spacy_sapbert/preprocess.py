@@ -51,15 +51,25 @@ CUILESS = frozenset({"-1", "-", "CUI-less", "CUI-LESS", "cui-less", "NIL"})
 
 def gold_ids(gold: str) -> Set[str]:
     """The individual ids of a raw gold string, split on "|" (composite), "+" (combination) and ","
-    (NLM-Chem's several ids); whitespace stripped, empty parts dropped.
+    (NLM-Chem's several ids); whitespace stripped, empty parts dropped, a "MESH:" prefix removed
+    (vocabularies here keep MeSH ids bare, as NCBI-disease and BC5CDR mostly write them).
 
     For "any shared id counts" scoring a prediction is right when ``pred_ids & gold_ids(gold)``.
-    Cui-less values are returned as they are ({"-1"}); check ``is_cuiless`` to leave them out.
+    A cui-less part of a composite ("D002544|-1") is dropped; a wholly cui-less gold is returned as
+    it is ({"-1"}); check ``is_cuiless`` to leave those out.
 
     >>> sorted(gold_ids("D001|D002+OMIM:123"))
     ['D001', 'D002', 'OMIM:123']
+    >>> sorted(gold_ids("MESH:C535662|-1"))
+    ['C535662']
     """
-    return {part.strip() for part in _ID_SEPARATORS.split(gold) if part.strip()}
+    parts = {_bare_mesh(part.strip()) for part in _ID_SEPARATORS.split(gold) if part.strip()}
+    concepts = {part for part in parts if part not in CUILESS}
+    return concepts or parts
+
+
+def _bare_mesh(gold_id: str) -> str:
+    return gold_id[5:] if gold_id[:5].upper() == "MESH:" else gold_id
 
 
 def is_composite(gold: str) -> bool:

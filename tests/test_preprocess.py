@@ -55,7 +55,8 @@ def test_gold_ids_and_composites():
     assert gold_ids("OMIM:215600") == {"OMIM:215600"}
     assert gold_ids("D001943|D010051") == {"D001943", "D010051"}
     assert gold_ids("D004829+D003294") == {"D004829", "D003294"}
-    assert gold_ids("MESH:D003520,MESH:D003630") == {"MESH:D003520", "MESH:D003630"}
+    assert gold_ids("MESH:D003520,MESH:D003630") == {"D003520", "D003630"}  # MeSH ids kept bare
+    assert gold_ids("D002544|-1") == {"D002544"} and gold_ids("-1") == {"-1"}
     assert gold_ids(" D1 | D2 ") == {"D1", "D2"}
     assert not is_composite("D003924") and not is_composite("OMIM:215600") and not is_composite("-1")
     assert is_composite("D001|D002") and is_composite("D001+D002")
