@@ -427,6 +427,19 @@ def read_corpus(path: Path, corpus_format: str, prep: Preprocessing, labels: Opt
     return mentions, cuiless, None
 
 
+def model_label(model: str) -> str:
+    """A readable system name: the hub name, or the folder name (with its parent when that is generic)."""
+    from .encoder import offline_default_model
+
+    path = Path(model)
+    if not path.is_dir():
+        return model
+    default = offline_default_model()
+    if default and path.resolve() == Path(default).resolve():
+        return "all-MiniLM-L6-v2"
+    return f"{path.parent.name}/{path.name}" if path.name in ("model", "encoder") else path.name
+
+
 def guess_corpus_format(path: Path) -> str:
     name = Path(path).name.lower()
     if name.endswith(".concept"):
@@ -483,9 +496,9 @@ def run_benchmark(
     if baselines:
         systems += [System(ExactMatchRetriever.name, ExactMatchRetriever), System(TfidfRetriever.name, TfidfRetriever)]
         if baseline_model and (model is None or Path(baseline_model).resolve() != Path(model).resolve()):
-            systems.append(encoder_system(f"untuned {Path(baseline_model).name}", baseline_model, baseline_pooling))
+            systems.append(encoder_system(f"untuned {model_label(baseline_model)}", baseline_model, baseline_pooling))
     if model:
-        systems.append(encoder_system(Path(model).name if os.path.isdir(model) else model, model, pooling))
+        systems.append(encoder_system(model_label(model), model, pooling))
     results = run_protocols(systems, concepts, mentions, extra, protocols)
     return {
         "title": title or Path(corpus).name,
