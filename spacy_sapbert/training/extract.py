@@ -1,0 +1,266 @@
+"""Synonym sets for self-alignment pretraining: one line ``ID||name|name|...`` per concept.
+
+SapBERT (Liu et al., NAACL 2021) trains on the names of each UMLS concept: names lowercased and
+deduplicated per concept (``extract_synonyms``). ``umls_concepts`` reads them from MRCONSO.RRF and adds
+the MRREL trade-name relations (the reference notebook merged a drug and its trade names).
+
+Memory: everything here streams. MRCONSO is sorted by CUI, so ``read_mrconso`` holds one CUI's rows at
+a time; a 15-million-row MRCONSO is read in a few hundred MB. The two parts that need more than the
+current concept are bounded as follows:
+
+* Trade names (``mrrel``) relate *two* concepts, which can be far apart in the file. Instead of keeping
+  every concept's names, three passes are made:
+
+  1. MRREL is streamed once; only the tradename pairs are kept (a dict CUI -> partner CUIs; tens of
+     thousands of pairs in a full UMLS release);
+  2. MRCONSO is streamed once and the names of just the CUIs that occur in those pairs are kept;
+  3. MRCONSO is streamed again and each concept is output with its partners' names *appended* to its
+     synonyms (never overwriting its own names, which is what the reference notebook did).
+
+  Memory is then proportional to the number of concepts in tradename relations, not to the file. The
+  relation is applied in both directions and is not transitive: a concept gets the names its direct
+  partners have in MRCONSO (after the language/source filters), not names they got from their partners.
+* Semantic types (``mrsty``) are merge-joined with MRCONSO: both files are sorted by CUI, so MRSTY is
+  streamed alongside (after one quick pass that checks it is sorted). If either file is not sorted, the
+  join falls back to a CUI -> TUIs dict of MRSTY (``read_mrsty``; several hundred MB for a full
+  release), with the same result.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Collection, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
+
+from ..errors import VocabularyFormatError
+from ..io import atomic_write
+from ..kb import Concept, unique
+from ..readers import LinePolicy, MalformedLine, PathLike, check_file, numbered_lines
+from ..readers.umls import MRSTY_COLUMNS, read_mrconso, read_mrrel_tradenames, read_mrsty, split_rrf
+
+__all__ = [
+    "clean_name",
+    "extract_synonyms",
+    "parse_synonyms_line",
+    "read_synonyms",
+    "tradename_partners",
+    "umls_concepts",
+    "write_synonyms",
+]
+
+_SPACES = re.compile(r"\s+")
+
+
+def clean_name(name: str, lowercase: bool = True) -> str:
+    """`name` with whitespace runs collapsed to one space, ends stripped, optionally lowercased.
+
+    A "|" inside a name (it separates names in the synonyms file; UMLS strings never contain one) is
+    replaced by a space.
+    """
+    name = _SPACES.sub(" ", name.replace("|", " ")).strip()
+    return name.lower() if lowercase else name
+
+
+def extract_synonyms(concepts: Iterable[Concept], lowercase: bool = True) -> Iterator[Tuple[str, List[str]]]:
+    """(concept id, its distinct names) per concept, streamed: one concept in memory at a time.
+
+    Names are cleaned (``clean_name``: whitespace collapsed, lowercased by default as in SapBERT) and
+    deduplicated within the concept in first-seen order (canonical name first). Concepts whose names
+    are all empty are left out. Concepts with one name are kept (they give no pairs, but the synonyms
+    file stays a complete dictionary).
+    """
+    for concept in concepts:
+        names = unique(clean_name(name, lowercase) for name in concept.names)
+        if names:
+            yield concept.id, names
+
+
+def write_synonyms(path: PathLike, items: Iterable[Tuple[str, Sequence[str]]]) -> int:
+    """Write ``ID||name|name|...`` lines atomically (temporary file renamed into place); the line count.
+
+    `items` is streamed (e.g. ``extract_synonyms(...)``), so the whole vocabulary is never in memory.
+    """
+    count = 0
+
+    def writer(tmp: Path) -> None:
+        nonlocal count
+        with open(tmp, "w", encoding="utf8", newline="\n") as out:
+            for concept_id, names in items:
+                if "||" in concept_id or "\n" in concept_id or not concept_id.strip():
+                    raise ValueError(f"concept id {concept_id!r} cannot be written to a synonyms file")
+                names = [clean_name(n, lowercase=False) for n in names]
+                names = [n for n in names if n]
+                if not names:
+                    continue
+                out.write(f"{concept_id}||{'|'.join(names)}\n")
+                count += 1
+
+    atomic_write(path, writer)
+    return count
+
+
+def parse_synonyms_line(line: str) -> Optional[Tuple[str, List[str]]]:
+    """(id, names) of one ``ID||name|name`` line; None for a blank line; MalformedLine otherwise."""
+    if not line.strip():
+        return None
+    parts = line.split("||")
+    if len(parts) != 2:
+        raise MalformedLine(f"expected 'ID||name|name|...' (one '||'), got {len(parts) - 1} '||'")
+    concept_id = parts[0].strip()
+    if not concept_id:
+        raise MalformedLine("empty concept id")
+    names = unique(n.strip() for n in parts[1].split("|"))
+    if not names:
+        raise MalformedLine("no name after '||'")
+    return concept_id, names
+
+
+def read_synonyms(path: PathLike, strict: bool = True) -> Iterator[Tuple[str, List[str]]]:
+    """(id, names) per line of a synonyms file (as written by ``write_synonyms``), streamed.
+
+    A malformed line raises VocabularyFormatError naming the file and line (strict) or is skipped with
+    one warning at the end (not strict).
+    """
+    path = check_file(path)
+
+    def lines() -> Iterator[Tuple[str, List[str]]]:
+        policy = LinePolicy(path, strict)
+        for line_no, line in numbered_lines(path, policy):
+            try:
+                parsed = parse_synonyms_line(line)
+            except MalformedLine as err:
+                policy.reject(line_no, str(err), line)
+                continue
+            if parsed is not None:
+                yield parsed
+        policy.finish()
+
+    return lines()
+
+
+# ----------------------------------------------------------------------------------------------------
+# UMLS
+
+
+def tradename_partners(mrrel: PathLike, strict: bool = True) -> Dict[str, Set[str]]:
+    """CUI -> the CUIs it is related to by has_tradename / tradename_of (both directions), from MRREL."""
+    partners: Dict[str, Set[str]] = {}
+    for cui1, cui2 in read_mrrel_tradenames(mrrel, strict=strict):
+        if cui1 == cui2:
+            continue
+        partners.setdefault(cui1, set()).add(cui2)
+        partners.setdefault(cui2, set()).add(cui1)
+    return partners
+
+
+def _mrsty_rows(path: Path, strict: bool) -> Iterator[Tuple[str, str]]:
+    policy = LinePolicy(path, strict)
+    for line_no, line in numbered_lines(path, policy):
+        if not line.strip():
+            continue
+        try:
+            fields = split_rrf(line, MRSTY_COLUMNS)
+            if not fields[0] or not fields[1]:
+                raise MalformedLine("empty CUI or TUI")
+        except MalformedLine as err:
+            policy.reject(line_no, str(err), line)
+            continue
+        yield fields[0], fields[1]
+    policy.finish()
+
+
+def _with_types(concepts: Iterable[Concept], mrsty: Path, strict: bool) -> Iterator[Concept]:
+    """Concepts with `types` from MRSTY: merge-joined on CUI when both files are CUI-sorted, else a dict.
+
+    A first streaming pass checks that MRSTY is sorted (a join cannot tell that a CUI it passed comes
+    later in an unsorted file); if MRCONSO goes back to a smaller CUI, the join switches to the dict.
+    """
+    previous = ""
+    for cui, _ in _mrsty_rows(mrsty, strict):
+        if cui < previous:
+            table: Optional[Dict[str, List[str]]] = read_mrsty(mrsty, strict=strict)
+            break
+        previous = cui
+    else:
+        table = None
+    rows = _mrsty_rows(mrsty, strict)
+    pending: Optional[Tuple[str, str]] = next(rows, None) if table is None else None
+    last_cui = ""
+    for concept in concepts:
+        if table is None and concept.id < last_cui:
+            table = read_mrsty(mrsty, strict=strict)  # MRCONSO not sorted: fall back to a dict
+        last_cui = concept.id
+        if table is not None:
+            types = table.get(concept.id, [])
+        else:
+            types = []
+            while pending is not None and pending[0] <= concept.id:
+                if pending[0] == concept.id:
+                    types.append(pending[1])
+                pending = next(rows, None)
+        concept.types = unique(concept.types + types)
+        yield concept
+
+
+def umls_concepts(
+    mrconso: PathLike,
+    mrsty: Optional[PathLike] = None,
+    mrrel: Optional[PathLike] = None,
+    languages: Optional[Sequence[str]] = ("ENG",),
+    sources: Optional[Sequence[str]] = None,
+    exclude_sources: Sequence[str] = (),
+    *,
+    semantic_types: Optional[Collection[str]] = None,
+    keep_suppressed: bool = False,
+    strict: bool = True,
+) -> Iterator[Concept]:
+    """Concepts of MRCONSO.RRF (via ``read_mrconso``: language/source/suppression filters), streamed.
+
+    mrsty: MRSTY.RRF, fills `types` with TUIs (merge-joined, see the module docstring).
+    mrrel: MRREL.RRF; for each has_tradename / tradename_of pair the names of each concept are appended
+    to the synonyms of the other (the concept keeps its own names and canonical name).
+    semantic_types: keep only concepts with at least one of these TUIs (needs `mrsty`).
+    """
+    mrconso = check_file(mrconso)
+    mrsty_path = check_file(mrsty) if mrsty is not None else None
+    mrrel_path = check_file(mrrel) if mrrel is not None else None
+    if semantic_types is not None and mrsty_path is None:
+        raise VocabularyFormatError(str(mrconso), None, "filtering by semantic types needs MRSTY.RRF (mrsty=...)")
+    wanted_types = frozenset(semantic_types) if semantic_types is not None else None
+
+    def read() -> Iterator[Concept]:
+        return read_mrconso(
+            mrconso,
+            languages=languages,
+            sources=sources,
+            exclude_sources=exclude_sources,
+            keep_suppressed=keep_suppressed,
+            strict=strict,
+        )
+
+    def generate() -> Iterator[Concept]:
+        partners: Dict[str, Set[str]] = tradename_partners(mrrel_path, strict) if mrrel_path else {}
+        partner_names: Dict[str, List[str]] = {}
+        if partners:
+            for concept in read():  # pass 2: names of the concepts in tradename relations only
+                if concept.id in partners:
+                    partner_names.setdefault(concept.id, []).extend(concept.names)
+        concepts: Iterable[Concept] = read()  # pass 3 (or the only pass): streamed output
+        if mrsty_path is not None:
+            concepts = _with_types(concepts, mrsty_path, strict)
+        for concept in concepts:
+            if wanted_types is not None and not wanted_types.intersection(concept.types):
+                continue
+            others = partners.get(concept.id)
+            if others:
+                extra = [name for other in sorted(others) for name in partner_names.get(other, ())]
+                concept = Concept(
+                    id=concept.id,
+                    name=concept.name,
+                    synonyms=concept.synonyms + extra,
+                    types=concept.types,
+                    xrefs=concept.xrefs,
+                    alt_ids=concept.alt_ids,
+                )
+            yield concept
+
+    return generate()

@@ -1,0 +1,485 @@
+"""Self-alignment pretraining: synonyms, pairs, loss, trainer (determinism, resume, torchrun), commands."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+from itertools import combinations
+from pathlib import Path
+
+import pytest
+import torch
+
+from spacy_sapbert.encoder import Encoder
+from spacy_sapbert.errors import EncoderLoadError, VocabularyFormatError
+from spacy_sapbert.kb import Concept, KnowledgeBase
+from spacy_sapbert.readers.corpora import read_pubtator
+from spacy_sapbert.training.extract import extract_synonyms, read_synonyms, umls_concepts, write_synonyms
+from spacy_sapbert.training.losses import make_loss, make_miner, sap_loss
+from spacy_sapbert.training.pairs import PairsFile, concept_pairs, finetune_pairs, read_pairs, write_pairs
+from spacy_sapbert.training.trainer import TrainConfig, train
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def one_thread():
+    """One intra-op thread: on 2 shared cores, OpenMP thread contention makes tiny models 50x slower."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+# ----------------------------------------------------------------------------------------------------
+# synonyms and pairs
+
+
+def test_concept_pairs_are_all_unordered_pairs_of_distinct_names():
+    for n in range(1, 9):
+        names = [f"name {i}" for i in range(n)]
+        pairs = concept_pairs("C1", names + names[:2])  # repeated names count once
+        assert len(pairs) == n * (n - 1) // 2
+        assert {frozenset((a, b)) for _, a, b in pairs} == {frozenset(p) for p in combinations(names, 2)}
+        assert all(cid == "C1" and a != b for cid, a, b in pairs)
+
+
+def test_concept_pairs_cut_to_max_pairs_with_a_seed():
+    names = [f"name {i}" for i in range(15)]  # 105 pairs
+    first = concept_pairs("C1", names, 50, random.Random(7))
+    again = concept_pairs("C1", names, 50, random.Random(7))
+    other = concept_pairs("C1", names, 50, random.Random(8))
+    assert len(first) == 50 and len(set(first)) == 50
+    assert first == again
+    assert set(first) != set(other)
+    # the same sample as the reference code's random.sample over the full list of pairs
+    reference = random.Random(7).sample([("C1", a, b) for a, b in combinations(names, 2)], 50)
+    assert first == reference
+
+
+def test_write_pairs_is_seeded_per_concept(tmp_path):
+    synonyms = [("C1", [f"a{i}" for i in range(12)]), ("C2", ["x", "y", "z"]), ("C3", ["only"])]
+    write_pairs(tmp_path / "s1.txt", synonyms, max_pairs=50, seed=1)
+    write_pairs(tmp_path / "s1b.txt", synonyms, max_pairs=50, seed=1)
+    write_pairs(tmp_path / "s2.txt", synonyms, max_pairs=50, seed=2)
+    one = list(read_pairs(tmp_path / "s1.txt"))
+    assert (tmp_path / "s1.txt").read_text() == (tmp_path / "s1b.txt").read_text()
+    assert one != list(read_pairs(tmp_path / "s2.txt"))
+    assert sum(1 for p in one if p[0] == "C1") == 50 and sum(1 for p in one if p[0] == "C2") == 3
+    assert not any(p[0] == "C3" for p in one)
+    assert (tmp_path / "s1.txt").read_text().splitlines()[-1].count("||") == 2
+
+
+def test_extract_synonyms_lowercases_and_deduplicates(tmp_path):
+    concepts = [
+        Concept("D1", "Heart Failure", ["heart failure", "HEART  FAILURE", "Cardiac failure"]),
+        Concept("D2", "Hepatoma", []),
+    ]
+    items = list(extract_synonyms(concepts))
+    assert items == [("D1", ["heart failure", "cardiac failure"]), ("D2", ["hepatoma"])]
+    assert list(extract_synonyms(concepts, lowercase=False))[0][1] == ["Heart Failure", "heart failure", "HEART FAILURE", "Cardiac failure"]
+    path = tmp_path / "syn.txt"
+    assert write_synonyms(path, items) == 2
+    assert path.read_text(encoding="utf8") == "D1||heart failure|cardiac failure\nD2||hepatoma\n"
+    assert list(read_synonyms(path)) == items
+
+
+def conso(cui, lat, name, ispref="N", ts="S", stt="VO", sab="RXNORM", suppress="N", aui=0):
+    fields = [cui, lat, ts, "L1", stt, "S1", ispref, f"A{aui}", "", "", "", sab, "PT", "123", name, "0", suppress, "256"]
+    assert len(fields) == 18
+    return "|".join(fields) + "|\n"
+
+
+def rel(cui1, rela, cui2):
+    fields = [cui1, "A1", "CUI", "RO", cui2, "A2", "CUI", rela, "R1", "", "RXNORM", "RXNORM", "", "Y", "N", "256"]
+    assert len(fields) == 16
+    return "|".join(fields) + "|\n"
+
+
+@pytest.fixture
+def umls_dir(tmp_path):
+    (tmp_path / "MRCONSO.RRF").write_text(
+        conso("C0000001", "ENG", "Aspirin", "Y", "P", "PF")
+        + conso("C0000001", "ENG", "Acetylsalicylic acid")
+        + conso("C0000001", "FRE", "Aspirine")
+        + conso("C0000002", "ENG", "Bayer Aspirin", "Y", "P", "PF")
+        + conso("C0000002", "ENG", "BAYER ASPIRIN")
+        + conso("C0000003", "ENG", "Heart attack", "Y", "P", "PF")
+        + conso("C0000003", "ENG", "Myocardial infarction old", suppress="O")
+        + conso("C0000004", "ENG", "Ecotrin", "Y", "P", "PF")
+        + conso("C0000005", "SPA", "solo espanol"),
+        encoding="utf8",
+    )
+    (tmp_path / "MRREL.RRF").write_text(
+        rel("C0000001", "has_tradename", "C0000002")
+        + rel("C0000002", "tradename_of", "C0000001")
+        + rel("C0000004", "tradename_of", "C0000001")
+        + rel("C0000003", "isa", "C0000001"),
+        encoding="utf8",
+    )
+    (tmp_path / "MRSTY.RRF").write_text(
+        "C0000001|T121|A1.4.1.1.1|Pharmacologic Substance|AT1|256|\n"
+        "C0000001|T109|A1.4.1.2.1|Organic Chemical|AT2|256|\n"
+        "C0000002|T121|A1.4.1.1.1|Pharmacologic Substance|AT3|256|\n"
+        "C0000003|T047|B2.2.1.2.1|Disease or Syndrome|AT4|256|\n",
+        encoding="utf8",
+    )
+    return tmp_path
+
+
+def test_umls_tradenames_are_appended_not_overwritten(umls_dir):
+    concepts = list(umls_concepts(umls_dir / "MRCONSO.RRF", mrrel=umls_dir / "MRREL.RRF"))
+    synonyms = dict(extract_synonyms(concepts))
+    assert synonyms == {
+        "C0000001": ["aspirin", "acetylsalicylic acid", "bayer aspirin", "ecotrin"],
+        "C0000002": ["bayer aspirin", "aspirin", "acetylsalicylic acid"],
+        "C0000003": ["heart attack"],  # the "isa" relation adds nothing; suppressed row dropped
+        "C0000004": ["ecotrin", "aspirin", "acetylsalicylic acid"],
+    }
+    by_id = {c.id: c for c in concepts}
+    assert by_id["C0000002"].name == "Bayer Aspirin"  # its own canonical name is kept
+    without = dict(extract_synonyms(umls_concepts(umls_dir / "MRCONSO.RRF")))
+    assert without["C0000001"] == ["aspirin", "acetylsalicylic acid"]
+    all_languages = dict(extract_synonyms(umls_concepts(umls_dir / "MRCONSO.RRF", languages=None)))
+    assert "aspirine" in all_languages["C0000001"] and "C0000005" in all_languages
+
+
+def test_umls_semantic_types_merge_join_and_unsorted_fallback(umls_dir):
+    mrconso, mrsty = umls_dir / "MRCONSO.RRF", umls_dir / "MRSTY.RRF"
+    types = {c.id: c.types for c in umls_concepts(mrconso, mrsty=mrsty)}
+    assert types == {"C0000001": ["T121", "T109"], "C0000002": ["T121"], "C0000003": ["T047"], "C0000004": []}
+    lines = mrsty.read_text().splitlines(keepends=True)
+    mrsty.write_text("".join(reversed(lines)))  # not sorted by CUI: falls back to a dict
+    again = {c.id: sorted(c.types) for c in umls_concepts(mrconso, mrsty=mrsty)}
+    assert again == {k: sorted(v) for k, v in types.items()}
+    drugs = [c.id for c in umls_concepts(mrconso, mrsty=mrsty, semantic_types=["T121"])]
+    assert drugs == ["C0000001", "C0000002"]
+
+
+def test_finetune_pairs_from_pubtator(tmp_path):
+    title = "Aspirin after a heart attack."
+    abstract = "Breast and ovarian cancer risk, and hepatoma."
+    text = f"{title} {abstract}"
+
+    def line(mention, gold, parts=None, nth=0):
+        start = text.index(mention) if not nth else text.index(mention, text.index(mention) + 1)
+        extra = f"\t{parts}" if parts else ""
+        return f"1\t{start}\t{start + len(mention)}\t{mention}\tDisease\t{gold}{extra}\n"
+
+    corpus = tmp_path / "train.pubtator"
+    corpus.write_text(
+        f"1|t|{title}\n1|a|{abstract}\n"
+        + line("Aspirin", "D001")
+        + line("heart attack", "-1")
+        + line("Breast and ovarian cancer", "D010|D011", "Breast cancer|ovarian cancer")
+        + line("ovarian cancer risk", "D010|D011")  # composite without listed parts: skipped
+        + line("cancer", "D010+D011")  # combination: skipped
+        + line("hepatoma", "D999")  # not in the vocabulary
+        + "\n",
+        encoding="utf8",
+    )
+    kb = KnowledgeBase([
+        Concept("D001", "Aspirin", ["Acetylsalicylic acid", "ASA"]),
+        Concept("D010", "Breast cancer", ["breast carcinoma"]),
+        Concept("D011", "Ovarian cancer", ["ovary cancer"]),
+    ])
+    stats = {}
+    pairs = finetune_pairs(read_pubtator(corpus), kb, stats=stats)
+    assert pairs == [
+        ("D001", "aspirin", "acetylsalicylic acid"),
+        ("D001", "aspirin", "asa"),
+        ("D010", "breast cancer", "breast carcinoma"),
+        ("D011", "ovarian cancer", "ovary cancer"),
+    ]
+    assert stats == {"mentions": 6, "used": 2, "cuiless": 1, "combination": 1, "composite_skipped": 1, "unknown_id": 1}
+    assert len(finetune_pairs(read_pubtator(corpus), kb, composites="skip")) == 2
+
+
+def test_malformed_pairs_line_names_file_and_line(tmp_path, tiny_bert):
+    path = tmp_path / "pairs.txt"
+    path.write_text("C1||a||b\n\nC2||only one name\nC3||x||y\n", encoding="utf8")
+    with pytest.raises(VocabularyFormatError, match=r"pairs\.txt, line 3"):
+        list(read_pairs(path))
+    with pytest.raises(VocabularyFormatError, match=r"pairs\.txt, line 3"):
+        PairsFile(path)
+    config = TrainConfig(model=tiny_bert, output=str(tmp_path / "out"), pairs=str(path), device="cpu", progress=False)
+    with pytest.raises(VocabularyFormatError, match=r"pairs\.txt, line 3"):
+        train(config)
+    path.write_text("C1||a||b\n\nC3||x||y\n", encoding="utf8")
+    with PairsFile(path) as pairs:
+        assert len(pairs) == 2 and pairs[1] == ("C3", "x", "y")
+
+
+def test_missing_model_is_the_encoder_error(tmp_path):
+    pairs = tmp_path / "pairs.txt"
+    pairs.write_text("C1||a||b\n", encoding="utf8")
+    (tmp_path / "empty-model").mkdir()
+    config = TrainConfig(model=str(tmp_path / "empty-model"), output=str(tmp_path / "out"), pairs=str(pairs), device="cpu", progress=False)
+    with pytest.raises(EncoderLoadError, match="config.json"):
+        train(config)
+
+
+# ----------------------------------------------------------------------------------------------------
+# loss and miner
+
+
+def ms_loss_reference(embeddings, triplets, alpha, beta, base):
+    """Multi-similarity loss (Wang et al. 2019) over the miner's pairs, in plain python loops."""
+    vectors = [[float(x) for x in row] for row in embeddings]
+    norms = [math.sqrt(sum(x * x for x in v)) for v in vectors]
+    n = len(vectors)
+
+    def sim(i, j):
+        return sum(a * b for a, b in zip(vectors[i], vectors[j])) / (norms[i] * norms[j])
+
+    positives = {(int(a), int(p)) for a, p, _ in zip(*triplets)}
+    negatives = {(int(a), int(q)) for a, _, q in zip(*triplets)}
+    total = 0.0
+    for i in range(n):
+        pos = [sim(i, p) for a, p in positives if a == i]
+        neg = [sim(i, q) for a, q in negatives if a == i]
+        if pos:
+            total += 1.0 / alpha * math.log(1 + sum(math.exp(-alpha * (s - base)) for s in pos))
+        if neg:
+            total += 1.0 / beta * math.log(1 + sum(math.exp(beta * (s - base)) for s in neg))
+    return total / n  # mean over every embedding of the batch
+
+
+@pytest.mark.parametrize("distance", ["euclidean", "cosine"])
+@pytest.mark.parametrize("alpha,beta,base", [(2, 50, 0.5), (1, 60, 0.5), (3, 40, 0.3)])
+def test_library_loss_matches_the_loop_reference(distance, alpha, beta, base):
+    generator = torch.Generator().manual_seed(alpha * 100 + beta)
+    embeddings = torch.randn(16, 8, generator=generator)
+    labels = torch.arange(8).repeat(2)  # B=8 pairs: both names of a pair share a label
+    miner, loss = make_miner(0.2, distance=distance), make_loss(alpha, beta, base)
+    triplets = miner(embeddings, labels)
+    assert len(triplets[0]) > 1
+    expected = ms_loss_reference(embeddings, triplets, alpha, beta, base)
+    assert float(loss(embeddings, labels, triplets)) == pytest.approx(expected, rel=1e-4)
+    assert float(sap_loss(embeddings, labels, miner, loss)) == pytest.approx(expected, rel=1e-4)
+
+
+@pytest.mark.parametrize("distance", ["euclidean", "cosine"])
+def test_miner_returns_exactly_the_triplets_that_violate_the_margin(distance):
+    margin = 0.2
+    embeddings = torch.randn(12, 6, generator=torch.Generator().manual_seed(3))
+    labels = torch.tensor([0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3])
+    a, p, n = make_miner(margin, distance=distance)(embeddings, labels)
+    mined = set(zip(a.tolist(), p.tolist(), n.tolist()))
+    unit = torch.nn.functional.normalize(embeddings.double(), dim=1)
+    cos = unit @ unit.T
+    violating = set()
+    for i in range(12):
+        for j in range(12):
+            for k in range(12):
+                if i == j or labels[i] != labels[j] or labels[i] == labels[k]:
+                    continue
+                if distance == "euclidean":
+                    d_ap, d_an = math.sqrt(max(2 - 2 * cos[i, j], 0)), math.sqrt(max(2 - 2 * cos[i, k], 0))
+                    gap = d_an - d_ap
+                else:
+                    gap = float(cos[i, j] - cos[i, k])
+                if gap <= margin - 1e-6:
+                    violating.add((i, j, k))
+                elif gap <= margin + 1e-6:
+                    mined.discard((i, j, k))  # on the margin: float32 may go either way
+    assert mined and mined == violating
+
+
+# ----------------------------------------------------------------------------------------------------
+# trainer
+
+TOY_SYNONYMS = [
+    ("D1", ["heart failure", "cardiac failure", "heart decompensation", "cardiac insufficiency"]),
+    ("D2", ["liver cancer", "hepatic cancer", "hepatoma"]),
+    ("D3", ["kidney disease", "renal disease", "nephropathy"]),
+    ("D4", ["acute kidney failure", "acute renal failure", "arf"]),
+    ("D5", ["vitamin deficiency", "hypovitaminosis"]),
+    ("D6", ["breast cancer", "breast carcinoma", "mammary cancer"]),
+    ("D7", ["high blood pressure", "hypertension"]),
+    ("D8", ["heart attack", "myocardial infarction", "cardiac infarction"]),
+]
+
+
+@pytest.fixture
+def toy_pairs(tmp_path):
+    path = tmp_path / "pairs.txt"
+    write_pairs(path, TOY_SYNONYMS, seed=0)
+    return path
+
+
+def eval_loss(model_dir, pairs_path):
+    """The loss of a model on all toy pairs, eval mode, all pairs in one batch."""
+    from spacy_sapbert.encoder import load_pretrained, pool
+
+    tokenizer, model = load_pretrained(str(model_dir))
+    model.eval()
+    pairs = list(read_pairs(pairs_path))
+    ids = {}
+    labels = [ids.setdefault(c, len(ids)) for c, _, _ in pairs]
+    texts = [a for _, a, _ in pairs] + [b for _, _, b in pairs]
+    with torch.no_grad():
+        batch = tokenizer(texts, padding=True, truncation=True, max_length=25, return_tensors="pt")
+        embeddings = pool(model(**batch).last_hidden_state, batch["attention_mask"], "cls")
+        return float(sap_loss(embeddings, torch.tensor(labels + labels), make_miner(), make_loss()))
+
+
+def state_dict(model_dir):
+    from transformers import AutoModel
+
+    return AutoModel.from_pretrained(str(model_dir)).state_dict()
+
+
+def test_training_lowers_the_loss_and_writes_model_log_and_plot(tmp_path, tiny_bert, toy_pairs, one_thread):
+    out = tmp_path / "run"
+    config = TrainConfig(
+        model=tiny_bert, output=str(out), pairs=str(toy_pairs), batch_size=16, lr=2e-3, epochs=12,
+        log_every=2, checkpoint_every=10, device="cpu", progress=False,
+    )
+    model_dir = train(config)
+    assert model_dir == out / "model"
+    log = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
+    assert [e["step"] for e in log] == list(range(2, 25, 2))  # 21 pairs -> 2 steps per epoch, 24 steps
+    assert set(log[0]) == {"step", "epoch", "loss", "pairs_per_s", "lr", "elapsed"}
+    assert log[-1]["epoch"] == 11 and log[0]["lr"] == pytest.approx(2e-3)
+    assert (out / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert json.loads((out / "checkpoints/last/trainer_state.json").read_text())["step"] == 24
+    before, after = state_dict(tiny_bert), state_dict(model_dir)
+    changed = [k for k in before if not torch.equal(before[k], after[k])]
+    assert "encoder.layer.0.attention.self.query.weight" in changed
+    assert all(k.startswith("pooler.") is False for k in changed)  # the unused pooler is frozen
+    assert eval_loss(model_dir, toy_pairs) < eval_loss(tiny_bert, toy_pairs)
+    vectors = Encoder(str(model_dir), device="cpu").encode(["heart failure", "hepatoma"])
+    assert vectors.shape == (2, 32)
+    assert not list(out.glob("checkpoints/.*")) and not list(out.glob(".*tmp*"))  # no temp folders left
+
+
+def test_resumed_run_ends_with_the_same_weights(tmp_path, tiny_bert, toy_pairs, one_thread):
+    def config(name, max_steps):
+        return TrainConfig(
+            model=tiny_bert, output=str(tmp_path / name), pairs=str(toy_pairs), batch_size=3, grad_accum=2, lr=1e-3,
+            epochs=3, max_steps=max_steps, checkpoint_every=3, log_every=1, seed=5, device="cpu", progress=False,
+        )
+
+    # 21 pairs / 3 = 7 micro-batches = 4 steps per epoch; 10 steps cross two epoch boundaries
+    full = train(config("full", 10))
+    train(config("split", 5))  # stops inside the second epoch
+    state = json.loads((tmp_path / "split/checkpoints/last/trainer_state.json").read_text())
+    assert (state["step"], state["epoch"], state["step_in_epoch"]) == (5, 1, 1)
+    resumed = train(config("split", 10), resume=True)
+    a, b = state_dict(full), state_dict(resumed)
+    assert a.keys() == b.keys()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert not all(torch.equal(a[k], state_dict(tiny_bert)[k]) for k in a)
+    steps = [json.loads(line)["step"] for line in (tmp_path / "split/train_log.jsonl").read_text().splitlines()]
+    assert steps == list(range(1, 11))
+    full_log = (tmp_path / "full/train_log.jsonl").read_text().splitlines()
+    split_log = (tmp_path / "split/train_log.jsonl").read_text().splitlines()
+    assert [json.loads(x)["loss"] for x in full_log] == [json.loads(x)["loss"] for x in split_log]
+
+
+def cli_has_train() -> bool:
+    from spacy_sapbert.cli import app
+
+    return any(command.name == "train" for command in app.registered_commands)
+
+
+def test_trainer_module_entry(tmp_path, tiny_bert, toy_pairs, one_thread, capsys):
+    from spacy_sapbert.training.trainer import main
+
+    config = {"model": tiny_bert, "output": str(tmp_path / "run"), "pairs": str(toy_pairs), "batch_size": 8,
+              "max_steps": 2, "device": "cpu", "progress": False}
+    main(["--config-json", json.dumps(config)])
+    assert capsys.readouterr().out.strip() == str(tmp_path / "run" / "model")
+    main(["--config-json", json.dumps(dict(config, max_steps=3)), "--resume"])
+    assert json.loads((tmp_path / "run/checkpoints/last/trainer_state.json").read_text())["step"] == 3
+    with pytest.raises(SystemExit):
+        main(["--config-json", json.dumps(dict(config, batch=8))])
+    assert "unknown training setting(s) 'batch'" in capsys.readouterr().err
+
+
+def test_torchrun_two_cpu_processes(tmp_path, tiny_bert, toy_pairs):
+    out = tmp_path / "ddp"
+    config = {
+        "model": tiny_bert, "output": str(out), "pairs": str(toy_pairs), "batch_size": 4, "lr": 1e-3,
+        "max_steps": 3, "epochs": 5, "log_every": 1, "checkpoint_every": 2, "device": "cpu", "progress": False,
+    }
+    config_path = tmp_path / "config.json"
+    config_path.write_text(json.dumps(config), encoding="utf8")
+    env = dict(os.environ, OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false", PYTHONPATH=str(ROOT))
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+    if cli_has_train():  # `torchrun -m spacy_sapbert train ...` once the CLI registers the commands
+        command += [
+            "-m", "spacy_sapbert", "train", str(toy_pairs), "--model", tiny_bert, "--output", str(out),
+            "--batch-size", "4", "--lr", "1e-3", "--max-steps", "3", "--epochs", "5", "--log-every", "1",
+            "--checkpoint-every", "2", "--device", "cpu", "--no-progress",
+        ]
+    else:
+        command += ["-m", "spacy_sapbert.training.trainer", "--config-json", str(config_path)]
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (out / "model/config.json").exists()
+    state = json.loads((out / "checkpoints/last/trainer_state.json").read_text())
+    assert state["world_size"] == 2 and state["step"] == 3
+    assert len(torch.load(out / "checkpoints/last/rng.pt", weights_only=True)) == 2  # both ranks' RNG states
+    log = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
+    assert [e["step"] for e in log] == [1, 2, 3]  # written once, by rank 0
+    before, after = state_dict(tiny_bert), state_dict(out / "model")
+    assert not all(torch.equal(before[k], after[k]) for k in before)
+
+
+# ----------------------------------------------------------------------------------------------------
+# commands
+
+
+@pytest.fixture
+def cli_app():
+    import typer
+
+    from spacy_sapbert.training.commands import register
+
+    app = typer.Typer()
+    register(app)
+    return app
+
+
+@pytest.mark.parametrize("command", ["extract", "pairs", "train"])
+def test_commands_have_help(cli_app, command):
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(cli_app, [command, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "Usage" in result.output
+
+
+def test_extract_pairs_train_commands(cli_app, tmp_path, tiny_bert, umls_dir, one_thread):
+    from typer.testing import CliRunner
+
+    runner = CliRunner()
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("D1||Heart failure|Cardiac failure|HEART FAILURE\nD2||Hepatoma|Liver cancer|hepatic cancer\n", encoding="utf8")
+    syn = tmp_path / "syn.txt"
+    result = runner.invoke(cli_app, ["extract", str(vocab), "-o", str(syn)])
+    assert result.exit_code == 0, result.output
+    assert syn.read_text() == "D1||heart failure|cardiac failure\nD2||hepatoma|liver cancer|hepatic cancer\n"
+    umls_syn = tmp_path / "umls.txt"
+    result = runner.invoke(cli_app, ["extract", "--mrconso", str(umls_dir / "MRCONSO.RRF"), "--mrrel", str(umls_dir / "MRREL.RRF"), "-o", str(umls_syn)])
+    assert result.exit_code == 0, result.output
+    assert "C0000004||ecotrin|aspirin|acetylsalicylic acid" in umls_syn.read_text()
+    pairs = tmp_path / "pairs.txt"
+    result = runner.invoke(cli_app, ["pairs", str(syn), str(pairs), "--max-pairs", "2", "--seed", "3"])
+    assert result.exit_code == 0, result.output
+    assert len(list(read_pairs(pairs))) == 3
+    result = runner.invoke(cli_app, [
+        "train", str(pairs), "--model", tiny_bert, "--output", str(tmp_path / "run"), "--batch-size", "2",
+        "--max-steps", "2", "--device", "cpu", "--no-progress", "--log-every", "1",
+    ])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "run/model/config.json").exists()
+    bad = tmp_path / "bad.txt"
+    bad.write_text("C1||a||b\nC1|a|b\n", encoding="utf8")
+    result = runner.invoke(cli_app, ["train", str(bad), "--model", tiny_bert, "--output", str(tmp_path / "bad-run"), "--device", "cpu"])
+    assert result.exit_code == 1 and "bad.txt, line 2" in result.output
