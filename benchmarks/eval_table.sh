@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The accuracy table of BENCHMARKS.md: NCBI-disease dev/test, BC5CDR-disease/-chemical dev, both dictionary
 # protocols, baselines beside the encoder. Usage: benchmarks/eval_table.sh [MODEL] [POOLING] [OUT_DIR]
-# (default: the offline all-MiniLM-L6-v2 with mean pooling). DATA defaults to ../shared/data.
+# (default: the offline all-MiniLM-L6-v2 with mean pooling). DATA defaults to ../shared/data; TABLES picks
+# some of: ncbi-dev ncbi-test bc5cdr-disease-dev bc5cdr-chemical-dev (default: all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -13,7 +14,8 @@ mkdir -p "$OUT"
 model_args=()
 [ -n "$MODEL" ] && model_args+=(--model "$MODEL")
 [ -n "$POOLING" ] && model_args+=(--pooling "$POOLING")
-run() { name=$1; shift; "$PY" -m spacy_sapbert evaluate "$@" "${model_args[@]}" --baselines --title "$name" \
+TABLES=${TABLES:-ncbi-dev ncbi-test bc5cdr-disease-dev bc5cdr-chemical-dev}
+run() { name=$1; shift; [[ " $TABLES " == *" $name "* ]] || return 0; "$PY" -m spacy_sapbert evaluate "$@" "${model_args[@]}" --baselines --title "$name" \
           --output "$OUT/$name.json" --plot "$OUT/$name.png" | tee "$OUT/$name.md"; }
 
 NCBI=$DATA/ncbi-disease; MEDIC=$DATA/medic/medic_06Jul2012.txt; CDR=$DATA/bc5cdr; MESH=$DATA/mesh-2024

@@ -24,6 +24,16 @@ def offline_default_model() -> Optional[str]:
     return str(folder) if (folder / "config.json").exists() else None
 
 
+OFFLINE_DEFAULT_NAMES = ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
+
+
+def resolve_model(name: str) -> str:
+    """A model name or folder to load; the all-MiniLM-L6-v2 hub names map to the installed offline copy."""
+    if name in OFFLINE_DEFAULT_NAMES and not os.path.isdir(name):
+        return offline_default_model() or name
+    return name
+
+
 def resolve_device(device: str) -> torch.device:
     """`auto` means CUDA when present, else CPU; anything else is passed to torch."""
     if device == "auto":
@@ -116,6 +126,7 @@ def load_pretrained(name: str, local_files_only: bool = False):
     """(tokenizer, model) from a folder or hub name, with an error that names the offline alternative."""
     from transformers import AutoModel, AutoTokenizer
 
+    name = resolve_model(name)
     is_folder = os.path.isdir(name)
     try:
         tokenizer = AutoTokenizer.from_pretrained(name, local_files_only=local_files_only or is_folder)

@@ -471,12 +471,11 @@ def run_benchmark(
 ) -> dict:
     """Evaluate an encoder (and, with `baselines`, exact match, TF-IDF and the untuned encoder) on one corpus."""
     from .encoder import Encoder
-    from .readers import read_vocabulary
+    from .readers import read_vocabularies
 
     prep = prep or Preprocessing()
     corpus_format = guess_corpus_format(corpus) if corpus_format == "auto" else corpus_format
-    raw = [c for path, fmt, options in vocabularies for c in read_vocabulary(path, fmt, **options)]
-    concepts = normalized_concepts(KnowledgeBase(raw), prep)
+    concepts = normalized_concepts(read_vocabularies(vocabularies), prep)
     kb = KnowledgeBase(concepts)
     mentions, cuiless, _ = read_corpus(corpus, corpus_format, prep, labels)
     extra: List[Tuple[str, str]] = []

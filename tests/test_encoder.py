@@ -61,3 +61,13 @@ def test_device_auto_follows_cuda_availability():
     assert resolve_device("auto").type == expected
     with pytest.raises(EncoderLoadError, match="device"):
         resolve_device("tpu-please")
+
+
+def test_minilm_hub_names_resolve_to_the_installed_offline_copy():
+    from spacy_sapbert.encoder import offline_default_model, resolve_model
+
+    local = offline_default_model()
+    expected = local or "sentence-transformers/all-MiniLM-L6-v2"
+    assert resolve_model("sentence-transformers/all-MiniLM-L6-v2") == expected
+    assert resolve_model("all-MiniLM-L6-v2") == (local or "all-MiniLM-L6-v2")
+    assert resolve_model("cambridgeltl/SapBERT-from-PubMedBERT-fulltext") == "cambridgeltl/SapBERT-from-PubMedBERT-fulltext"

@@ -1,0 +1,83 @@
+"""The spaCy project workflow `all` end to end with tiny vars, then the wheel it packages links after install."""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, shared_file
+
+TINY_DOCS = 6
+
+
+def tiny_pubtator(source: Path, dest: Path, n_docs: int) -> set:
+    """The first documents of a PubTator file; returns their gold ids."""
+    blocks = source.read_text(encoding="utf8").strip().split("\n\n")[:n_docs]
+    dest.write_text("\n\n".join(blocks) + "\n\n", encoding="utf8")
+    golds = set()
+    for block in blocks:
+        for line in block.splitlines():
+            fields = line.split("\t")
+            if len(fields) >= 6:
+                golds.update(g.replace("OMIM:", "") for g in fields[5].replace("+", "|").split("|"))
+    return golds
+
+
+def tiny_data(root: Path) -> str:
+    """Tiny copies of the workflow's data under `root`; returns the name of a concept in the tiny vocabulary."""
+    for sub in ("medic", "mesh-2024", "ncbi-disease"):
+        (root / sub).mkdir(parents=True)
+    golds = tiny_pubtator(shared_file("ncbi-disease", "NCBItrainset_corpus.txt"), root / "ncbi-disease" / "NCBItrainset_corpus.txt", TINY_DOCS)
+    golds |= tiny_pubtator(shared_file("ncbi-disease", "NCBIdevelopset_corpus.txt"), root / "ncbi-disease" / "NCBIdevelopset_corpus.txt", TINY_DOCS)
+    medic = shared_file("medic", "medic_06Jul2012.txt").read_text(encoding="utf8").splitlines()
+    keep = [l for l in medic if set(l.split("||")[0].split("|")) & golds] + medic[:200]
+    (root / "medic" / "medic_06Jul2012.txt").write_text("\n".join(keep) + "\n", encoding="utf8")
+    shutil.copy(shared_file("medic", "ncbi-spell-check.txt"), root / "medic" / "ncbi-spell-check.txt")
+    mesh = shared_file("mesh-2024", "mesh_id_label_mappings.tsv").read_text(encoding="utf8").splitlines()
+    (root / "mesh-2024" / "mesh_id_label_mappings.tsv").write_text("\n".join(mesh[:400]) + "\n", encoding="utf8")
+    return keep[0].split("||")[1].split("|")[0]
+
+
+def test_project_workflow_all_then_install_the_wheel(tmp_path, tiny_bert, capsys):
+    from weasel.cli.run import project_run
+
+    project = tmp_path / "project"
+    shutil.copytree(ROOT / "projects" / "sapbert", project)
+    name = tiny_data(tmp_path / "data")
+    overrides = {
+        "vars.data": str(tmp_path / "data"),
+        "vars.base_model": tiny_bert,
+        "vars.pooling": "cls",
+        "vars.batch_size": 16,
+        "vars.finetune_batch_size": 8,
+        "vars.sap_steps": 3,
+        "vars.finetune_steps": 2,
+        "vars.checkpoint_every": 2,
+        "vars.package_name": "sapbert_tiny_project",
+    }
+    project_run(project, "all", overrides=overrides)
+    for output in ("corpus/pairs.txt", "training/sap/model/config.json", "training/finetuned/model/config.json",
+                   "training/pipeline/config.cfg", "metrics/ncbi-dev.json", "metrics/ncbi-dev.png"):
+        assert (project / output).exists(), output
+    capsys.readouterr()
+    project_run(project, "all", overrides=overrides)  # nothing changed: every step is skipped
+    assert capsys.readouterr().out.count("Skipping") == 9
+
+    [wheel] = list((project / "packages").rglob("*.whl"))
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(tmp_path / "site"), str(wheel)],
+                   check=True, capture_output=True)
+    script = (
+        "import spacy\n"
+        "nlp = spacy.load('en_sapbert_tiny_project')\n"
+        "print(nlp.pipe_names)\n"
+        f"doc = nlp('Patients with {name} were seen.')\n"
+        "print([(e.text, e.label_, bool(e.kb_id_)) for e in doc.ents])\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    pipe_names, ents = out.stdout.strip().splitlines()
+    assert pipe_names == "['sapbert_abbreviations', 'dictionary_matcher', 'sapbert_linker']"
+    assert f"('{name}', 'Disease', True)" in ents
