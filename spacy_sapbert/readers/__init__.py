@@ -52,6 +52,8 @@ def line_start(line: Union[str, bytes], width: int = 60) -> str:
 class LinePolicy:
     """What to do with a bad line: raise (strict) or count it and warn once at the end (not strict)."""
 
+    warning = VocabularyWarning  # the category of the end-of-file warning
+
     def __init__(self, path: PathLike, strict: bool = True):
         self.path = str(path)
         self.strict = strict
@@ -75,7 +77,7 @@ class LinePolicy:
         first = f"first at line {first_no}" if first_no is not None else "first"
         warnings.warn(
             f"{self.path}: skipped {self.skipped} malformed {what}(s); {first}: {first_problem}",
-            VocabularyWarning,
+            self.warning,
             stacklevel=stacklevel,
         )
 

@@ -92,16 +92,7 @@ class Query:
 class _CorpusPolicy(LinePolicy):
     """LinePolicy that warns with CorpusWarning."""
 
-    def finish(self, what: str = "line", stacklevel: int = 3) -> None:
-        if not self.skipped or self.first is None:
-            return
-        first_no, first_problem = self.first
-        where = f"line {first_no}" if first_no is not None else "first"
-        warnings.warn(
-            f"{self.path}: skipped {self.skipped} malformed {what}(s); first at {where}: {first_problem}",
-            CorpusWarning,
-            stacklevel=stacklevel,
-        )
+    warning = CorpusWarning
 
 
 # ----------------------------------------------------------------------------------------------------
