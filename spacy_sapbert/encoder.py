@@ -59,6 +59,28 @@ def length_order(texts: Sequence[str]) -> List[int]:
     return sorted(range(len(texts)), key=lambda i: len(texts[i]))
 
 
+def embed_texts(
+    model, tokenizer, texts: Sequence[str], *, max_length: int, pooling: str, device, chunk_size: int = 64
+) -> torch.Tensor:
+    """(len(texts), dim) pooled vectors that keep their autograd graph, rows in the order of `texts`.
+
+    For training: the texts are run through the model in length-sorted chunks of `chunk_size`, so a
+    short name is not padded to the longest name of a 512-name batch. With attention masking the
+    vectors are those of one padded batch (up to float rounding) at about half the cost on CPU.
+    """
+    order = length_order(texts)
+    parts = []
+    for start in range(0, len(order), chunk_size):
+        rows = order[start : start + chunk_size]
+        batch = tokenizer(
+            [texts[i] for i in rows], padding=True, truncation=True, max_length=max_length, return_tensors="pt"
+        ).to(device)
+        parts.append(pool(model(**batch).last_hidden_state, batch["attention_mask"], pooling))
+    inverse = torch.empty(len(order), dtype=torch.long)
+    inverse[torch.tensor(order, dtype=torch.long)] = torch.arange(len(order))
+    return torch.cat(parts)[inverse.to(parts[0].device)]
+
+
 class Encoder:
     """A tokenizer + model pair from a local folder or a hub name, encoding strings in batches.
 

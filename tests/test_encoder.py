@@ -71,3 +71,19 @@ def test_minilm_hub_names_resolve_to_the_installed_offline_copy():
     assert resolve_model("sentence-transformers/all-MiniLM-L6-v2") == expected
     assert resolve_model("all-MiniLM-L6-v2") == (local or "all-MiniLM-L6-v2")
     assert resolve_model("cambridgeltl/SapBERT-from-PubMedBERT-fulltext") == "cambridgeltl/SapBERT-from-PubMedBERT-fulltext"
+
+
+@pytest.mark.parametrize("pooling", ["cls", "mean"])
+def test_chunked_training_embeddings_equal_one_padded_batch_and_carry_gradients(tiny_bert, pooling):
+    from spacy_sapbert.encoder import embed_texts, load_pretrained
+
+    tokenizer, model = load_pretrained(tiny_bert)
+    model.eval()  # no dropout, so the two ways of batching must agree
+    texts = ["chronic kidney disease of unknown cause", "a", "heart failure", "liver", "renal cell carcinoma"]
+    chunked = embed_texts(model, tokenizer, texts, max_length=25, pooling=pooling, device="cpu", chunk_size=2)
+    batch = tokenizer(texts, padding=True, truncation=True, max_length=25, return_tensors="pt")
+    whole = pool(model(**batch).last_hidden_state, batch["attention_mask"], pooling)
+    torch.testing.assert_close(chunked, whole, atol=1e-5, rtol=1e-4)
+    weights = torch.linspace(-1.0, 1.0, chunked.shape[1])  # (a plain sum of a LayerNorm output is constant)
+    (chunked[1] * weights).sum().backward()  # the row of "a" must reach the weights through the re-ordering
+    assert model.embeddings.word_embeddings.weight.grad.abs().sum() > 0

@@ -152,6 +152,7 @@ def train_command(
     miner_distance: str = typer.Option("euclidean", help="Miner distance: euclidean (on unit vectors, as SapBERT) or cosine."),
     use_miner: bool = typer.Option(True, help="Mine hard triplets (--no-use-miner: the loss sees all pairs)."),
     warmup_steps: int = typer.Option(0, help="Linear learning-rate warm-up steps, then constant."),
+    encode_chunk: int = typer.Option(64, help="Names per forward pass, sorted by length to cut padding."),
     seed: int = typer.Option(42, help="Seed of the data order and of dropout."),
     checkpoint_every: int = typer.Option(1000, help="Write output/checkpoints/last every N steps."),
     log_every: int = typer.Option(10, help="Append to train_log.jsonl every N steps."),
@@ -172,7 +173,7 @@ def train_command(
         model=model, output=str(output), pairs=str(pairs), batch_size=batch_size, lr=lr, weight_decay=weight_decay,
         epochs=epochs, max_steps=max_steps, grad_accum=grad_accum, max_length=max_length, pooling=pooling,
         alpha=alpha, beta=beta, base=base, margin=margin, miner_distance=miner_distance, use_miner=use_miner,
-        warmup_steps=warmup_steps, seed=seed, checkpoint_every=checkpoint_every, log_every=log_every,
+        warmup_steps=warmup_steps, encode_chunk=encode_chunk, seed=seed, checkpoint_every=checkpoint_every, log_every=log_every,
         device=device, amp=amp, progress=progress,
     )
     try:

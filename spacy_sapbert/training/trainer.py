@@ -61,7 +61,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 import numpy
 import torch
 
-from ..encoder import POOLINGS, load_pretrained, pool, resolve_device
+from ..encoder import POOLINGS, embed_texts, load_pretrained, resolve_device
 from ..errors import SapbertError
 from ..io import atomic_write, atomic_write_text
 from .losses import MINER_DISTANCES, make_loss, make_miner, sap_loss
@@ -76,7 +76,7 @@ STATE_FILE = "trainer_state.json"
 # settings that change the training trajectory: a resumed run with other values is no continuation
 TRAJECTORY_KEYS = (
     "pairs", "batch_size", "lr", "weight_decay", "grad_accum", "max_length", "pooling", "alpha", "beta",
-    "base", "margin", "miner_distance", "use_miner", "warmup_steps", "seed",
+    "base", "margin", "miner_distance", "use_miner", "warmup_steps", "seed", "encode_chunk",
 )
 
 
@@ -93,7 +93,8 @@ class TrainConfig:
     epochs / max_steps: the run ends after `epochs` passes over the pairs or `max_steps` steps, whichever
     comes first. alpha, beta, base: multi-similarity loss. margin, miner_distance, use_miner: hard
     triplet mining. warmup_steps: linear learning-rate warm-up, then constant (the reference uses a
-    constant rate). checkpoint_every / log_every: in steps. device: auto, cpu, cuda[:N]. amp: mixed
+    constant rate). encode_chunk: names per forward pass, length-sorted (cuts padding; the batch for
+    mining and the loss is still the whole micro-batch). checkpoint_every / log_every: in steps. device: auto, cpu, cuda[:N]. amp: mixed
     precision, applied on CUDA only. progress: tqdm bar.
     """
 
@@ -115,6 +116,7 @@ class TrainConfig:
     miner_distance: str = "euclidean"
     use_miner: bool = True
     warmup_steps: int = 0
+    encode_chunk: int = 64
     seed: int = 42
     checkpoint_every: int = 1000
     log_every: int = 10
@@ -124,7 +126,7 @@ class TrainConfig:
 
     def validate(self) -> None:
         """Raise SapbertError naming the setting for an impossible value."""
-        positive = ("batch_size", "epochs", "grad_accum", "checkpoint_every", "log_every")
+        positive = ("batch_size", "epochs", "grad_accum", "checkpoint_every", "log_every", "encode_chunk")
         for key in positive:
             if int(getattr(self, key)) < 1:
                 raise SapbertError(f"training setting {key}={getattr(self, key)!r} must be at least 1")
@@ -320,14 +322,15 @@ def _freeze_unused(model) -> None:
         pooler.requires_grad_(False)
 
 
-def _embed(model, tokenizer, batch: Sequence[Tuple[str, str, str]], max_length: int, pooling: str, device):
+def _embed(model, tokenizer, batch: Sequence[Tuple[str, str, str]], config: TrainConfig, device):
     """(2B, dim) embeddings of both names of B pairs (all first names, then all second names) and labels."""
     ids: Dict[str, int] = {}
     labels = [ids.setdefault(concept_id, len(ids)) for concept_id, _, _ in batch]
     texts = [a for _, a, _ in batch] + [b for _, _, b in batch]
-    encoded = tokenizer(texts, padding=True, truncation=True, max_length=max_length, return_tensors="pt").to(device)
-    hidden = model(**encoded).last_hidden_state
-    embeddings = pool(hidden, encoded["attention_mask"], pooling)
+    embeddings = embed_texts(
+        model, tokenizer, texts, max_length=config.max_length, pooling=config.pooling, device=device,
+        chunk_size=config.encode_chunk,
+    )
     return embeddings, torch.tensor(labels + labels, device=device)
 
 
@@ -491,7 +494,7 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: _Dist) 
                 sync = net.no_sync() if ctx.world_size > 1 and not last else contextlib.nullcontext()
                 with sync:
                     with autocast():
-                        embeddings, labels = _embed(net, tokenizer, batch, config.max_length, config.pooling, device)
+                        embeddings, labels = _embed(net, tokenizer, batch, config, device)
                     loss = sap_loss(embeddings, labels, miner, loss_fn) / len(micro)
                     scaler.scale(loss).backward()
                 step_loss += float(loss.detach())
