@@ -51,6 +51,17 @@ def make_tiny_bert(folder: Path, hidden_size: int = 32, seed: int = 0) -> Path:
     return folder
 
 
+@pytest.fixture
+def one_thread():
+    """One intra-op thread: on 2 shared cores, OpenMP thread contention makes tiny models 50x slower."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def tiny_bert(tmp_path_factory) -> str:
     return str(make_tiny_bert(tmp_path_factory.mktemp("tiny-bert")))

@@ -25,15 +25,6 @@ from spacy_sapbert.training.trainer import TrainConfig, train
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture
-def one_thread():
-    """One intra-op thread: on 2 shared cores, OpenMP thread contention makes tiny models 50x slower."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 # ----------------------------------------------------------------------------------------------------
 # synonyms and pairs
 

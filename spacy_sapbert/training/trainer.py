@@ -48,22 +48,19 @@ import dataclasses
 import json
 import math
 import os
-import random
-import shutil
 import sys
-import tempfile
 import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
-import numpy
 import torch
 
 from ..encoder import POOLINGS, embed_texts, load_pretrained, resolve_device
 from ..errors import SapbertError
-from ..io import atomic_write, atomic_write_text
+from ..io import atomic_write_text
+from .checkpoints import STATE_FILE, find_checkpoint, plot_loss, read_log, rng_state, seed_everything, set_rng_state, write_dir
 from .losses import MINER_DISTANCES, make_loss, make_miner, sap_loss
 from .pairs import PairsFile
 
@@ -72,7 +69,6 @@ __all__ = ["TrainConfig", "TrainingWarning", "epoch_order", "find_checkpoint", "
 LOG_FILE = "train_log.jsonl"
 LOSS_PLOT = "loss.png"
 CONFIG_FILE = "train_config.json"
-STATE_FILE = "trainer_state.json"
 # settings that change the training trajectory: a resumed run with other values is no continuation
 TRAJECTORY_KEYS = (
     "pairs", "batch_size", "lr", "weight_decay", "grad_accum", "max_length", "pooling", "alpha", "beta",
@@ -185,102 +181,6 @@ def micro_batch(order: torch.Tensor, index: int, batch_size: int, rank: int, wor
 # RNG states, checkpoints
 
 
-def _seed_everything(seed: int) -> None:
-    random.seed(seed)
-    numpy.random.seed(seed % (2**32))
-    torch.manual_seed(seed)
-
-
-def _rng_state() -> Dict[str, Any]:
-    kind, keys, pos, has_gauss, cached = numpy.random.get_state()
-    state = {
-        "python": random.getstate(),
-        "numpy": [kind, keys.tolist(), int(pos), int(has_gauss), float(cached)],
-        "torch": torch.get_rng_state(),
-    }
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def _set_rng_state(state: Dict[str, Any]) -> None:
-    version, internal, gauss = state["python"]
-    random.setstate((version, tuple(internal), gauss))
-    kind, keys, pos, has_gauss, cached = state["numpy"]
-    numpy.random.set_state((kind, numpy.asarray(keys, dtype="uint32"), pos, has_gauss, cached))
-    torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
-
-
-def _replace_dir(tmp: Path, target: Path) -> None:
-    """Put the finished folder `tmp` at `target` (see the module docstring for the crash safety)."""
-    old = target.with_name(target.name + ".old")
-    if target.exists():
-        if old.exists():
-            shutil.rmtree(old)
-        os.replace(target, old)
-    os.replace(tmp, target)
-    if old.exists():
-        shutil.rmtree(old)
-
-
-def _write_dir(target: Path, fill) -> None:
-    """Call fill(tmp_folder) on a fresh folder next to `target`, then move it into place."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
-    try:
-        fill(tmp)
-        _replace_dir(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
-def find_checkpoint(output: Path) -> Optional[Path]:
-    """output/checkpoints/last (or last.old, left by a crash while replacing it) if it is complete."""
-    folder = Path(output) / "checkpoints"
-    for candidate in (folder / "last", folder / "last.old"):
-        if (candidate / STATE_FILE).is_file():
-            return candidate
-    return None
-
-
-# ----------------------------------------------------------------------------------------------------
-# log and plot
-
-
-def _read_log(path: Path) -> List[Dict[str, Any]]:
-    entries = []
-    if path.exists():
-        for line in path.read_text(encoding="utf8").splitlines():
-            try:
-                entries.append(json.loads(line))
-            except ValueError:
-                continue  # a line cut by a crash
-    return entries
-
-
-def plot_loss(log_path: Path, png_path: Path) -> None:
-    """Loss per logged step of a train_log.jsonl as a PNG (matplotlib Agg canvas, no global backend)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    entries = _read_log(Path(log_path))
-    figure = Figure(figsize=(7, 4), dpi=100)
-    FigureCanvasAgg(figure)
-    axes = figure.add_subplot(1, 1, 1)
-    steps = [e["step"] for e in entries if e.get("loss") is not None]
-    losses = [e["loss"] for e in entries if e.get("loss") is not None]
-    axes.plot(steps, losses, marker="." if len(steps) < 50 else None, linewidth=1)
-    axes.set_xlabel("step")
-    axes.set_ylabel("multi-similarity loss")
-    axes.set_title("self-alignment pretraining")
-    axes.grid(alpha=0.3)
-    figure.tight_layout()
-    atomic_write(png_path, lambda tmp: figure.savefig(str(tmp), format="png"))
-
-
 # ----------------------------------------------------------------------------------------------------
 # training
 
@@ -391,7 +291,7 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: _Dist) 
         elif resume:
             warnings.warn(f"no checkpoint in {output / 'checkpoints'}: training starts from {config.model}", TrainingWarning, stacklevel=3)
 
-        _seed_everything(config.seed + ctx.rank)
+        seed_everything(config.seed + ctx.rank)
         tokenizer, model = load_pretrained(str(checkpoint) if checkpoint is not None else config.model)
         _freeze_unused(model)
         model.to(device)
@@ -419,13 +319,13 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: _Dist) 
                 scaler.load_state_dict(torch.load(checkpoint / "scaler.pt", weights_only=True))
             rng_states = torch.load(checkpoint / "rng.pt", weights_only=True)
             if ctx.rank < len(rng_states):
-                _set_rng_state(rng_states[ctx.rank])
+                set_rng_state(rng_states[ctx.rank])
             global_step, epoch, step_in_epoch = state["step"], state["epoch"], state["step_in_epoch"]
             elapsed_before = float(state.get("elapsed", 0.0))
         if ctx.main:
             output.mkdir(parents=True, exist_ok=True)
             atomic_write_text(output / CONFIG_FILE, json.dumps(config.to_dict(), indent=2) + "\n")
-            kept = [e for e in _read_log(log_path) if e.get("step", 0) <= global_step] if checkpoint is not None else []
+            kept = [e for e in read_log(log_path) if e.get("step", 0) <= global_step] if checkpoint is not None else []
             atomic_write_text(log_path, "".join(json.dumps(e) + "\n" for e in kept))
 
         global_batch = config.batch_size * ctx.world_size
@@ -437,7 +337,7 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: _Dist) 
             total_steps = min(total_steps, config.max_steps)
 
         def save_checkpoint() -> None:
-            states = [_rng_state()]
+            states = [rng_state()]
             if ctx.world_size > 1:
                 gathered: List[Any] = [None] * ctx.world_size
                 dist.all_gather_object(gathered, states[0])
@@ -465,7 +365,7 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: _Dist) 
                     torch.save(states, folder / "rng.pt")
                     (folder / STATE_FILE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf8")
 
-                _write_dir(checkpoint_dir, fill)
+                write_dir(checkpoint_dir, fill)
             if ctx.world_size > 1:
                 dist.barrier()
 
@@ -542,7 +442,7 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: _Dist) 
                 model.save_pretrained(str(folder))
                 tokenizer.save_pretrained(str(folder))
 
-            _write_dir(model_dir, fill_model)
+            write_dir(model_dir, fill_model)
             plot_loss(log_path, output / LOSS_PLOT)
         if ctx.world_size > 1:
             dist.barrier()

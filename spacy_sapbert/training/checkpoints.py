@@ -1,0 +1,122 @@
+"""Run bookkeeping shared by the trainers: seeds and RNG states, atomic folders, checkpoints, logs, plots.
+
+Folders (models, checkpoints) are written atomically: ``write_dir`` fills a temporary folder next to the
+target and renames it into place (the previous folder is first renamed to ``<name>.old``, then removed;
+a crash between the two renames leaves ``<name>.old``, which ``find_checkpoint`` then uses).
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import numpy
+import torch
+
+from ..io import atomic_write
+
+__all__ = ["STATE_FILE", "find_checkpoint", "plot_loss", "read_log", "rng_state", "seed_everything", "set_rng_state", "write_dir"]
+
+STATE_FILE = "trainer_state.json"
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    numpy.random.seed(seed % (2**32))
+    torch.manual_seed(seed)
+
+
+def rng_state() -> Dict[str, Any]:
+    kind, keys, pos, has_gauss, cached = numpy.random.get_state()
+    state = {
+        "python": random.getstate(),
+        "numpy": [kind, keys.tolist(), int(pos), int(has_gauss), float(cached)],
+        "torch": torch.get_rng_state(),
+    }
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: Dict[str, Any]) -> None:
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    kind, keys, pos, has_gauss, cached = state["numpy"]
+    numpy.random.set_state((kind, numpy.asarray(keys, dtype="uint32"), pos, has_gauss, cached))
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def _replace_dir(tmp: Path, target: Path) -> None:
+    """Put the finished folder `tmp` at `target` (see the module docstring for the crash safety)."""
+    old = target.with_name(target.name + ".old")
+    if target.exists():
+        if old.exists():
+            shutil.rmtree(old)
+        os.replace(target, old)
+    os.replace(tmp, target)
+    if old.exists():
+        shutil.rmtree(old)
+
+
+def write_dir(target: Path, fill) -> None:
+    """Call fill(tmp_folder) on a fresh folder next to `target`, then move it into place."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    try:
+        fill(tmp)
+        _replace_dir(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def find_checkpoint(output: Path) -> Optional[Path]:
+    """output/checkpoints/last (or last.old, left by a crash while replacing it) if it is complete."""
+    folder = Path(output) / "checkpoints"
+    for candidate in (folder / "last", folder / "last.old"):
+        if (candidate / STATE_FILE).is_file():
+            return candidate
+    return None
+
+
+# ----------------------------------------------------------------------------------------------------
+# log and plot
+
+
+def read_log(path: Path) -> List[Dict[str, Any]]:
+    entries = []
+    if path.exists():
+        for line in path.read_text(encoding="utf8").splitlines():
+            try:
+                entries.append(json.loads(line))
+            except ValueError:
+                continue  # a line cut by a crash
+    return entries
+
+
+def plot_loss(
+    log_path: Path, png_path: Path, title: str = "self-alignment pretraining", ylabel: str = "multi-similarity loss"
+) -> None:
+    """Loss per logged step of a train_log.jsonl as a PNG (matplotlib Agg canvas, no global backend)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    entries = read_log(Path(log_path))
+    figure = Figure(figsize=(7, 4), dpi=100)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot(1, 1, 1)
+    steps = [e["step"] for e in entries if e.get("loss") is not None]
+    losses = [e["loss"] for e in entries if e.get("loss") is not None]
+    axes.plot(steps, losses, marker="." if len(steps) < 50 else None, linewidth=1)
+    axes.set_xlabel("step")
+    axes.set_ylabel(ylabel)
+    axes.set_title(title)
+    axes.grid(alpha=0.3)
+    figure.tight_layout()
+    atomic_write(png_path, lambda tmp: figure.savefig(str(tmp), format="png"))
