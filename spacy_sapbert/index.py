@@ -249,15 +249,11 @@ class ConceptIndex:
         for path in files.values():
             if not path.exists():
                 raise IndexFormatError(f"the concept index file {path} is missing; rebuild the index (build-index)")
-        try:
-            vectors = faiss.read_index(str(files[VECTORS_FILE]))
-        except RuntimeError as err:
-            raise IndexFormatError(f"the faiss index file {files[VECTORS_FILE]} is corrupt: {err}") from err
         return cls._assemble(
-            _read(files[META_FILE], srsly.read_json),
-            _read(files[CONCEPTS_FILE], srsly.read_msgpack),
-            _read(files[NAMES_FILE], srsly.read_msgpack),
-            vectors,
+            read_table(files[META_FILE], srsly.read_json),
+            read_table(files[CONCEPTS_FILE], srsly.read_msgpack),
+            read_table(files[NAMES_FILE], srsly.read_msgpack),
+            read_faiss_file(files[VECTORS_FILE]),
             source=str(folder),
         )
 
@@ -300,8 +296,17 @@ class ConceptIndex:
         )
 
 
-def _read(path: Path, reader):
+def read_table(path: Path, reader):
+    """`reader(path)` (srsly JSON or msgpack) with a corrupt file reported as an IndexFormatError naming it."""
     try:
         return reader(path)
     except (ValueError, TypeError) as err:
-        raise IndexFormatError(f"the concept index file {path} is corrupt: {err}") from err
+        raise IndexFormatError(f"the file {path} is corrupt: {err}") from err
+
+
+def read_faiss_file(path: Path) -> faiss.Index:
+    """A faiss index from disk, a corrupt file reported as an IndexFormatError naming it."""
+    try:
+        return faiss.read_index(str(path))
+    except RuntimeError as err:
+        raise IndexFormatError(f"the faiss index file {path} is corrupt: {err}") from err

@@ -4,7 +4,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import srsly
 from spacy.language import Language
@@ -16,8 +16,10 @@ from .encoder import Encoder
 from .errors import IndexFormatError, NotInitializedError, SapbertError
 from .index import Candidate, ConceptIndex, normalize_name
 from .kb import Concept
+from .memory import MemorySettings, MentionMemory
+from .preprocess import gold_ids
 
-ENCODER_DIR, INDEX_DIR, CFG_FILE = "encoder", "index", "cfg"
+ENCODER_DIR, INDEX_DIR, MEMORY_DIR, CFG_FILE = "encoder", "index", "memory", "cfg"
 DEFAULT_MODEL = "cambridgeltl/SapBERT-from-PubMedBERT-fulltext"
 
 DEFAULT_CONFIG = {
@@ -35,6 +37,11 @@ DEFAULT_CONFIG = {
     "index_type": "flat",
     "use_long_form": True,
     "vocabulary": None,
+    "use_memory": True,
+    "memory_k": 4,
+    "memory_weight": 0.1,
+    "concept_temperature": 0.01,
+    "memory_temperature": 1.0,
 }
 
 
@@ -62,6 +69,11 @@ def make_sapbert_linker(
     index_type: str,
     use_long_form: bool,
     vocabulary: Optional[Callable],
+    use_memory: bool,
+    memory_k: int,
+    memory_weight: float,
+    concept_temperature: float,
+    memory_temperature: float,
 ) -> "SapbertLinker":
     return SapbertLinker(
         nlp.vocab,
@@ -80,6 +92,11 @@ def make_sapbert_linker(
         index_type=index_type,
         use_long_form=use_long_form,
         vocabulary=vocabulary,
+        use_memory=use_memory,
+        memory_k=memory_k,
+        memory_weight=memory_weight,
+        concept_temperature=concept_temperature,
+        memory_temperature=memory_temperature,
     )
 
 
@@ -88,6 +105,10 @@ class SapbertLinker:
 
     The encoder and the concept index are loaded in `initialize()` (from `model` and `vocabulary`)
     or in `from_disk`/`from_bytes` (from the copies saved inside the pipeline), never at construction.
+
+    A mention memory (kNN-BioEL), filled by `add_to_memory` with annotated mentions, is saved with
+    the component; while it has entries and `use_memory` is on, candidate scores are the mixed
+    probabilities of `memory.mix_scores` instead of cosine similarities.
     """
 
     def __init__(
@@ -109,6 +130,11 @@ class SapbertLinker:
         index_type: str = "flat",
         use_long_form: bool = True,
         vocabulary: Optional[Callable[[], Iterable[Concept]]] = None,
+        use_memory: bool = True,
+        memory_k: int = 4,
+        memory_weight: float = 0.1,
+        concept_temperature: float = 0.01,
+        memory_temperature: float = 1.0,
     ):
         check_settings(k=k, max_entities_per_mention=max_entities_per_mention, batch_size=batch_size)
         self.vocab = vocab
@@ -124,8 +150,11 @@ class SapbertLinker:
         self.index_type = index_type
         self.use_long_form = use_long_form
         self.vocabulary = vocabulary
+        self.use_memory = use_memory
+        self.memory_settings = MemorySettings(memory_k, memory_weight, concept_temperature, memory_temperature)
         self.encoder: Optional[Encoder] = None
         self.index: Optional[ConceptIndex] = None
+        self.memory: Optional[MentionMemory] = None
         install_extensions()
 
     # set-up --------------------------------------------------------------------------------------
@@ -142,6 +171,7 @@ class SapbertLinker:
 
         `vocabulary` (here or in the component config) is a callable returning Concept records,
         e.g. `spacy-sapbert.Vocabulary.v1` in a config, or a plain iterable of Concepts.
+        The mention memory is emptied: its vectors came from the previous encoder.
         """
         source = vocabulary if vocabulary is not None else self.vocabulary
         if source is None:
@@ -152,6 +182,7 @@ class SapbertLinker:
             )
         concepts = source() if callable(source) else source
         self.encoder = Encoder(self.model, **self.encoder_options)
+        self.memory = None
         self.build_index(concepts, progress=progress)
 
     def build_index(self, concepts: Iterable[Concept], progress: bool = False) -> None:
@@ -214,9 +245,18 @@ class SapbertLinker:
         index = self._require_index()
         encoder = self._require_encoder()
         distinct = sorted(set(texts))
-        ranked = index.search(encoder.encode(distinct), self.k)
+        vectors = encoder.encode(distinct)
+        ranked = index.search(vectors, self.k)
+        if self.memory_active:
+            neighbours = self.memory.search(vectors, self.memory_settings.memory_k)
+            ranked = [self.memory_settings.mix(hits, votes) for hits, votes in zip(ranked, neighbours)]
         by_text = {text: self._filter(hits) for text, hits in zip(distinct, ranked)}
         return [by_text[text] for text in texts]
+
+    @property
+    def memory_active(self) -> bool:
+        """True when searches consult the mention memory: `use_memory` is on and the memory has entries."""
+        return self.use_memory and self.memory is not None and len(self.memory) > 0
 
     def _filter(self, hits: List[Candidate]) -> List[Candidate]:
         return [(cid, score) for cid, score in hits if score >= self.threshold][: self.max_entities_per_mention]
@@ -240,6 +280,39 @@ class SapbertLinker:
                 if hits is not None:
                     ent._.kb_ents = list(hits)
 
+    # mention memory --------------------------------------------------------------------------------
+
+    def add_to_memory(self, docs: Iterable[Doc]) -> int:
+        """Add the annotated entities of `docs` (those with a `kb_id_`, of the linked labels) to the memory.
+
+        Each entity is stored as the string the linker would search for it (its long form when an
+        abbreviation detector set one, normalized) with its concept id. Returns how many entries were new.
+        """
+        mentions = [
+            (self.query_text(ent), ent.kb_id_) for doc in docs for ent in self.mentions(doc) if ent.kb_id_
+        ]
+        return self.add_mentions(mentions)
+
+    def add_mentions(self, mentions: Iterable[Tuple[str, str]]) -> int:
+        """Add (mention text, concept id) pairs to the memory, e.g. from an annotated corpus.
+
+        Ids are resolved to the concept index's primary ids (a "MESH:" prefix is dropped). Mentions
+        of several ids ("A|B", "A+B"), without concept ("-1") or whose id is not in the index are left
+        out. Returns how many entries were new; the concept index is not touched.
+        """
+        index = self._require_index()
+        encoder = self._require_encoder()
+        entries = []
+        for text, gold in mentions:
+            ids = gold_ids(gold)
+            concept = index.concept(next(iter(ids))) if len(ids) == 1 else None
+            key = normalize_name(text, self.lowercase)
+            if concept is not None and key:
+                entries.append((key, concept.id))
+        if self.memory is None:
+            self.memory = MentionMemory(encoder.dim)
+        return self.memory.add(entries, encoder.encode)
+
     # look-ups -------------------------------------------------------------------------------------
 
     def concept(self, concept_id: str) -> Optional[Concept]:
@@ -258,6 +331,8 @@ class SapbertLinker:
             serializers[ENCODER_DIR] = lambda p: self.encoder.save(p)
         if self.index is not None:
             serializers[INDEX_DIR] = lambda p: self.index.to_disk(p)
+        if self.memory is not None and len(self.memory):
+            serializers[MEMORY_DIR] = lambda p: self.memory.to_disk(p)
         spacy.util.to_disk(path, serializers, exclude)
 
     def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "SapbertLinker":
@@ -271,7 +346,9 @@ class SapbertLinker:
             self.encoder = Encoder(path / ENCODER_DIR, local_files_only=True, **self.encoder_options)
         if INDEX_DIR not in exclude:
             self.index = ConceptIndex.from_disk(path / INDEX_DIR)
-        self._check_dimensions(str(path / INDEX_DIR))
+        if MEMORY_DIR not in exclude:
+            self.memory = MentionMemory.from_disk(path / MEMORY_DIR) if (path / MEMORY_DIR).exists() else None
+        self._check_dimensions(str(path))
         return self
 
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
@@ -284,6 +361,8 @@ class SapbertLinker:
                 )
         if self.index is not None and INDEX_DIR not in exclude:
             msg[INDEX_DIR] = self.index.to_bytes()
+        if self.memory is not None and len(self.memory) and MEMORY_DIR not in exclude:
+            msg[MEMORY_DIR] = self.memory.to_bytes()
         return srsly.msgpack_dumps(msg)
 
     def from_bytes(self, data: bytes, *, exclude: Iterable[str] = tuple()) -> "SapbertLinker":
@@ -298,18 +377,25 @@ class SapbertLinker:
                 shutil.rmtree(tmp, ignore_errors=True)
         if INDEX_DIR in msg and INDEX_DIR not in exclude:
             self.index = ConceptIndex.from_bytes(msg[INDEX_DIR])
+        if MEMORY_DIR not in exclude:
+            self.memory = MentionMemory.from_bytes(msg[MEMORY_DIR]) if MEMORY_DIR in msg else None
         self._check_dimensions("bytes")
         return self
 
     def _check_dimensions(self, source: str) -> None:
-        if self.encoder is not None and self.index is not None and self.encoder.dim != self.index.dim:
-            raise IndexFormatError(
-                f"{self.name}: the concept index {source} has dimension {self.index.dim} but the encoder "
-                f"{self.encoder.name} produces {self.encoder.dim}; rebuild the index with this encoder"
-            )
+        if self.encoder is None:
+            return
+        for part, folder in ((self.index, INDEX_DIR), (self.memory, MEMORY_DIR)):
+            if part is not None and part.dim != self.encoder.dim:
+                where = f"{source}/{folder}" if source != "bytes" else f"{folder} (from bytes)"
+                raise IndexFormatError(
+                    f"{self.name}: the {folder} {where} has dimension {part.dim} but the encoder "
+                    f"{self.encoder.name} produces {self.encoder.dim}; rebuild it with this encoder"
+                )
 
 
 def check_settings(**values: int) -> None:
     for key, value in values.items():
         if value < 1:
             raise SapbertError(f"sapbert_linker config key `{key}` must be at least 1, got {value}")
+

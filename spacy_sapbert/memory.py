@@ -1,0 +1,233 @@
+"""Mention memory (kNN-BioEL, Lin et al., ICASSP 2024): annotated mentions consulted at inference.
+
+The memory holds the vectors of annotated mention strings with their gold concept ids. A query's
+`k` nearest memory entries vote for their ids, and the vote is mixed with the concept index's scores:
+
+    p(y|x) = weight * p_kNN(y|x) + (1 - weight) * p_model(y|x)
+
+* p_model: softmax of the similarities of the concepts retrieved from the concept index, divided by
+  `concept_temperature` (the paper's beta1). It is computed over the retrieved candidates (the
+  linker's top `k` concepts); with the paper's temperature of 0.01 the concepts outside them hold a
+  negligible share.
+* p_kNN: softmax over the retrieved memory entries of their similarities divided by
+  `memory_temperature` (beta2), then the maximum per concept id.
+* An id that only one side retrieved gets 0 from the other side.
+
+The memory is a small flat faiss index (exact cosine similarity) with one row per distinct
+(mention string, concept id): adding an annotation that is already there changes nothing.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable, Dict, Iterable, List, Mapping, Sequence, Tuple, Union
+
+import faiss
+import numpy
+import srsly
+
+from .errors import IndexFormatError, SapbertError
+from .index import Candidate, read_faiss_file, read_table
+from .io import atomic_write, atomic_write_bytes, atomic_write_text
+
+FORMAT_VERSION = 1
+META_FILE, ENTRIES_FILE, VECTORS_FILE = "meta.json", "entries.msgpack", "vectors.faiss"
+
+Encode = Callable[[List[str]], numpy.ndarray]
+
+
+def softmax(scores: Sequence[float], temperature: float) -> List[float]:
+    """softmax(scores / temperature), computed stably."""
+    if not scores:
+        return []
+    scaled = [s / temperature for s in scores]
+    top = max(scaled)
+    exps = [math.exp(s - top) for s in scaled]
+    total = sum(exps)
+    return [e / total for e in exps]
+
+
+def mix_scores(
+    concept_hits: Sequence[Candidate],
+    memory_hits: Sequence[Candidate],
+    *,
+    weight: float,
+    concept_temperature: float,
+    memory_temperature: float,
+) -> List[Candidate]:
+    """(id, p(y|x)) best first: the concept index's candidates mixed with the memory neighbours' votes.
+
+    `concept_hits`: distinct concepts with their similarities; `memory_hits`: the nearest memory
+    entries (ids may repeat) with theirs. Ties keep the concept index's order, then the memory's.
+    """
+    p_model = dict(zip((cid for cid, _ in concept_hits), softmax([s for _, s in concept_hits], concept_temperature)))
+    p_knn: Dict[str, float] = {}
+    for (cid, _), p in zip(memory_hits, softmax([s for _, s in memory_hits], memory_temperature)):
+        p_knn[cid] = max(p, p_knn.get(cid, 0.0))
+    ids = list(p_model) + [cid for cid in p_knn if cid not in p_model]
+    mixed = [(cid, weight * p_knn.get(cid, 0.0) + (1.0 - weight) * p_model.get(cid, 0.0)) for cid in ids]
+    return sorted(mixed, key=lambda hit: -hit[1])
+
+
+@dataclass(frozen=True)
+class MemorySettings:
+    """The numbers of the mixture, named as the `sapbert_linker` config keys.
+
+    memory_k: memory neighbours per query (the paper's k); memory_weight: lambda;
+    concept_temperature: beta1; memory_temperature: beta2. Defaults: the paper's NCBI-disease values.
+    """
+
+    memory_k: int = 4
+    memory_weight: float = 0.1
+    concept_temperature: float = 0.01
+    memory_temperature: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.memory_k < 1:
+            raise SapbertError(f"sapbert_linker config key `memory_k` must be at least 1, got {self.memory_k}")
+        if not 0.0 <= self.memory_weight <= 1.0:
+            raise SapbertError(f"sapbert_linker config key `memory_weight` must be between 0 and 1, got {self.memory_weight}")
+        for key in ("concept_temperature", "memory_temperature"):
+            if getattr(self, key) <= 0:
+                raise SapbertError(f"sapbert_linker config key `{key}` must be greater than 0, got {getattr(self, key)}")
+
+    def mix(self, concept_hits: Sequence[Candidate], memory_hits: Sequence[Candidate]) -> List[Candidate]:
+        """`mix_scores` of the concept candidates and the first `memory_k` memory neighbours."""
+        return mix_scores(
+            concept_hits,
+            memory_hits[: self.memory_k],
+            weight=self.memory_weight,
+            concept_temperature=self.concept_temperature,
+            memory_temperature=self.memory_temperature,
+        )
+
+    def to_dict(self) -> Dict[str, float]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping, source: str = "settings") -> "MemorySettings":
+        """Settings from a plain mapping, or from an `evaluate` report that holds them under memory.settings."""
+        if isinstance(data.get("memory"), Mapping):
+            data = data["memory"].get("settings", {})
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise SapbertError(f"{source}: unknown memory setting(s) {unknown}; known: {sorted(known)}")
+        return cls(**data)
+
+
+def _unit_rows(vectors: numpy.ndarray) -> numpy.ndarray:
+    vectors = numpy.array(vectors, dtype="float32", order="C", copy=True)
+    faiss.normalize_L2(vectors)
+    return vectors
+
+
+class MentionMemory:
+    """Distinct (mention string, concept id) entries and their unit vectors in a flat faiss index."""
+
+    def __init__(self, dim: int, texts: Sequence[str] = (), ids: Sequence[str] = (), vectors: faiss.Index = None):
+        self.vectors = vectors if vectors is not None else faiss.IndexFlatIP(dim)
+        if self.vectors.d != dim or self.vectors.ntotal != len(texts) or len(texts) != len(ids):
+            raise IndexFormatError(
+                f"mention memory: {self.vectors.ntotal} vectors of dimension {self.vectors.d} for "
+                f"{len(texts)} texts and {len(ids)} ids of dimension {dim}"
+            )
+        self.texts = list(texts)
+        self.ids = list(ids)
+        self._keys = set(zip(self.texts, self.ids))
+
+    @property
+    def dim(self) -> int:
+        return int(self.vectors.d)
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def add(self, entries: Iterable[Tuple[str, str]], encode: Encode) -> int:
+        """Add (mention string, concept id) entries; strings are encoded once. Returns how many were new."""
+        new = []
+        for text, concept_id in entries:
+            key = (text, concept_id)
+            if text and concept_id and key not in self._keys:
+                self._keys.add(key)
+                new.append(key)
+        if not new:
+            return 0
+        distinct = sorted({text for text, _ in new})
+        rows = dict(zip(distinct, _unit_rows(encode(distinct))))
+        self.vectors.add(numpy.stack([rows[text] for text, _ in new]))
+        self.texts.extend(text for text, _ in new)
+        self.ids.extend(concept_id for _, concept_id in new)
+        return len(new)
+
+    def search(self, queries: numpy.ndarray, k: int) -> List[List[Candidate]]:
+        """For each query vector, its `k` nearest entries as (concept id, cosine similarity), best first."""
+        return [[(cid, score) for _, cid, score in row] for row in self.neighbours(queries, k)]
+
+    def neighbours(self, queries: numpy.ndarray, k: int) -> List[List[Tuple[str, str, float]]]:
+        """For each query vector, its `k` nearest entries as (mention string, concept id, similarity)."""
+        if len(queries) == 0 or len(self) == 0:
+            return [[] for _ in range(len(queries))]
+        if queries.shape[1] != self.dim:
+            raise IndexFormatError(f"query vectors have dimension {queries.shape[1]} but the mention memory has {self.dim}")
+        scores, rows = self.vectors.search(_unit_rows(queries), min(k, len(self)))
+        return [
+            [(self.texts[row], self.ids[row], float(score)) for score, row in zip(score_row, row_row) if row >= 0]
+            for score_row, row_row in zip(scores.tolist(), rows.tolist())
+        ]
+
+    # serialization -----------------------------------------------------------------------------
+
+    def _meta(self) -> dict:
+        return {"format_version": FORMAT_VERSION, "dim": self.dim, "n_entries": len(self)}
+
+    def to_disk(self, folder: Union[str, Path]) -> None:
+        """Write meta.json, entries.msgpack and vectors.faiss, each atomically."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        atomic_write(folder / VECTORS_FILE, lambda tmp: faiss.write_index(self.vectors, str(tmp)))
+        atomic_write_bytes(folder / ENTRIES_FILE, srsly.msgpack_dumps({"texts": self.texts, "ids": self.ids}))
+        atomic_write_text(folder / META_FILE, srsly.json_dumps(self._meta(), indent=2))
+
+    @classmethod
+    def from_disk(cls, folder: Union[str, Path]) -> "MentionMemory":
+        folder = Path(folder)
+        for name in (META_FILE, ENTRIES_FILE, VECTORS_FILE):
+            if not (folder / name).exists():
+                raise IndexFormatError(f"the mention memory file {folder / name} is missing; rebuild the memory (add-memory)")
+        return cls._assemble(
+            read_table(folder / META_FILE, srsly.read_json),
+            read_table(folder / ENTRIES_FILE, srsly.read_msgpack),
+            read_faiss_file(folder / VECTORS_FILE),
+            source=str(folder),
+        )
+
+    def to_bytes(self) -> bytes:
+        vectors = faiss.serialize_index(self.vectors).tobytes()
+        return srsly.msgpack_dumps({"meta": self._meta(), "texts": self.texts, "ids": self.ids, "vectors": vectors})
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "MentionMemory":
+        try:
+            msg = srsly.msgpack_loads(data)
+            vectors = faiss.deserialize_index(numpy.frombuffer(msg["vectors"], dtype="uint8"))
+            entries = {"texts": msg["texts"], "ids": msg["ids"]}
+            meta = msg["meta"]
+        except (ValueError, KeyError, TypeError, RuntimeError) as err:
+            raise IndexFormatError(f"the serialized mention memory is corrupt: {err}") from err
+        return cls._assemble(meta, entries, vectors, source="bytes")
+
+    @classmethod
+    def _assemble(cls, meta: dict, entries: dict, vectors: faiss.Index, source: str) -> "MentionMemory":
+        if meta.get("format_version") != FORMAT_VERSION:
+            raise IndexFormatError(
+                f"{source}: mention memory format_version {meta.get('format_version')} is not {FORMAT_VERSION}; rebuild it"
+            )
+        if vectors.d != meta["dim"] or vectors.ntotal != meta["n_entries"] or len(entries["texts"]) != meta["n_entries"]:
+            raise IndexFormatError(
+                f"{source}: the mention memory's {VECTORS_FILE} has dimension {vectors.d} and {vectors.ntotal} vectors, "
+                f"{ENTRIES_FILE} {len(entries['texts'])} entries, but {META_FILE} says dimension {meta['dim']} and "
+                f"{meta['n_entries']} entries; the files come from different builds"
+            )
+        return cls(meta["dim"], entries["texts"], entries["ids"], vectors)

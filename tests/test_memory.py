@@ -1,0 +1,180 @@
+"""Mention memory (kNN-BioEL): the score mixture, the memory itself, and the linker that consults it."""
+import math
+
+import numpy
+import pytest
+import spacy
+from spacy.tokens import Span
+
+from spacy_sapbert.errors import IndexFormatError, SapbertError
+from spacy_sapbert.memory import MemorySettings, MentionMemory, mix_scores, softmax
+
+
+def test_softmax_is_stable_and_sharpened_by_a_low_temperature():
+    assert softmax([], 1.0) == []
+    assert sum(softmax([1000.0, 999.0], 1.0)) == pytest.approx(1.0)
+    assert softmax([0.9, 0.8], 0.01)[0] > 0.9999
+    assert softmax([0.9, 0.8], 1.0)[0] == pytest.approx(1 / (1 + math.exp(-0.1)))
+
+
+def test_mix_scores_follows_the_formula_with_max_per_id():
+    concepts = [("A", 0.90), ("B", 0.88)]
+    memory = [("B", 0.80), ("C", 0.75), ("B", 0.70)]
+    mixed = dict(mix_scores(concepts, memory, weight=0.3, concept_temperature=0.05, memory_temperature=0.1))
+
+    e = [math.exp(s / 0.1) for _, s in memory]
+    p_knn = {"B": e[0] / sum(e), "C": e[1] / sum(e)}  # B's two neighbours: the larger share, not the sum
+    m = [math.exp(s / 0.05) for _, s in concepts]
+    p_model = {"A": m[0] / sum(m), "B": m[1] / sum(m)}
+    assert mixed["A"] == pytest.approx(0.7 * p_model["A"])
+    assert mixed["B"] == pytest.approx(0.3 * p_knn["B"] + 0.7 * p_model["B"])
+    assert mixed["C"] == pytest.approx(0.3 * p_knn["C"])  # only the memory retrieved C
+
+
+def test_mix_scores_ranks_by_the_mixture():
+    concepts = [("A", 0.90), ("B", 0.89)]
+    memory = [("B", 0.95), ("B", 0.94)]
+    assert [cid for cid, _ in mix_scores(concepts, memory, weight=0.0, concept_temperature=0.01, memory_temperature=1)] == ["A", "B"]
+    assert [cid for cid, _ in mix_scores(concepts, memory, weight=0.5, concept_temperature=0.01, memory_temperature=1)] == ["B", "A"]
+    assert mix_scores([], [], weight=0.5, concept_temperature=0.01, memory_temperature=1) == []
+
+
+def fake_encode(texts):
+    """Deterministic vectors: one axis per first letter, so 'apple' and 'avocado' are neighbours."""
+    out = numpy.zeros((len(texts), 26), dtype="float32")
+    for row, text in enumerate(texts):
+        out[row, ord(text[0]) - ord("a")] = 1.0
+        out[row, (ord(text[-1]) - ord("a")) % 26] += 0.5
+    return out
+
+
+def test_memory_adds_distinct_entries_and_finds_neighbours(tmp_path):
+    memory = MentionMemory(26)
+    assert memory.add([("apple", "X1"), ("banana", "X2"), ("apple", "X1")], fake_encode) == 2
+    assert memory.add([("apple", "X1"), ("apple", "X3")], fake_encode) == 1  # same text, another id: new
+    assert len(memory) == 3
+    [hits] = memory.search(fake_encode(["apple"]), 2)
+    assert {cid for cid, _ in hits} == {"X1", "X3"} and hits[0][1] == pytest.approx(1.0)
+    [near] = memory.neighbours(fake_encode(["bread"]), 1)
+    assert near[0][:2] == ("banana", "X2")
+
+    memory.to_disk(tmp_path / "memory")
+    loaded = MentionMemory.from_disk(tmp_path / "memory")
+    assert (loaded.texts, loaded.ids) == (memory.texts, memory.ids)
+    assert MentionMemory.from_bytes(memory.to_bytes()).search(fake_encode(["bread"]), 3) == memory.search(fake_encode(["bread"]), 3)
+    assert loaded.add([("banana", "X2")], fake_encode) == 0
+
+
+def test_memory_files_that_are_missing_or_from_different_builds_are_named(tmp_path):
+    memory = MentionMemory(26)
+    memory.add([("apple", "X1"), ("banana", "X2")], fake_encode)
+    memory.to_disk(tmp_path / "a")
+    (tmp_path / "a" / "entries.msgpack").unlink()
+    with pytest.raises(IndexFormatError, match="entries.msgpack is missing"):
+        MentionMemory.from_disk(tmp_path / "a")
+
+    memory.to_disk(tmp_path / "b")
+    other = MentionMemory(26)
+    other.add([("cherry", "X3")], fake_encode)
+    other.to_disk(tmp_path / "c")
+    (tmp_path / "c" / "vectors.faiss").replace(tmp_path / "b" / "vectors.faiss")
+    with pytest.raises(IndexFormatError, match="1 vectors.*2 entries"):
+        MentionMemory.from_disk(tmp_path / "b")
+    (tmp_path / "c" / "vectors.faiss").write_bytes(b"not faiss")
+    with pytest.raises(IndexFormatError, match="vectors.faiss is corrupt"):
+        MentionMemory.from_disk(tmp_path / "c")
+    with pytest.raises(IndexFormatError, match="dimension 3 but the mention memory has 26"):
+        memory.search(numpy.ones((1, 3), dtype="float32"), 1)
+
+
+# the linker with a memory ---------------------------------------------------------------------------
+
+
+def linked(nlp, text, mention, label="DISEASE"):
+    doc = nlp.make_doc(text)
+    start = text.index(mention)
+    doc.ents = [doc.char_span(start, start + len(mention), label=label)]
+    return nlp(doc).ents[0]
+
+
+def test_memory_off_or_empty_links_exactly_as_without_it(linker_nlp, tiny_bert, toy_concepts):
+    linker = linker_nlp.get_pipe("sapbert_linker")
+    before = [linked(linker_nlp, "a liver tumour", "liver tumour")._.kb_ents, linked(linker_nlp, "x nephropathy", "nephropathy")._.kb_ents]
+    assert linker.add_mentions([]) == 0 and not linker.memory_active  # an empty memory is no memory
+    assert linker.add_mentions([("liver tumour", "D005")]) == 1
+    linker.use_memory = False
+    after = [linked(linker_nlp, "a liver tumour", "liver tumour")._.kb_ents, linked(linker_nlp, "x nephropathy", "nephropathy")._.kb_ents]
+    assert after == before
+
+
+def test_an_annotated_mention_in_memory_overrides_the_encoder(linker_nlp):
+    linker = linker_nlp.get_pipe("sapbert_linker")
+    first = linked(linker_nlp, "a liver tumour", "liver tumour")
+    wrong = next(cid for cid in ("D005", "D006") if cid != first.kb_id_)
+    linker.memory_settings = MemorySettings(memory_k=1, memory_weight=0.9)
+    linker.add_mentions([("Liver  Tumour", wrong)])  # normalized like the linker's queries
+    ent = linked(linker_nlp, "a liver tumour", "liver tumour")
+    assert ent.kb_id_ == wrong
+    p_model = dict(zip([cid for cid, _ in first._.kb_ents], softmax([s for _, s in first._.kb_ents], 0.01)))
+    assert ent._.kb_ents[0][1] == pytest.approx(0.9 + 0.1 * p_model.get(wrong, 0.0))  # k = 5: all concepts
+    assert sum(p for _, p in ent._.kb_ents) <= 1.0 + 1e-6  # probabilities now, not cosine similarities
+    linker.memory_settings = MemorySettings(memory_weight=0.0)
+    assert linked(linker_nlp, "a liver tumour", "liver tumour").kb_id_ == first.kb_id_
+
+
+def test_add_to_memory_from_annotated_docs(linker_nlp):
+    linker = linker_nlp.get_pipe("sapbert_linker")
+    doc = linker_nlp.make_doc("acute renal insufficiency and shock and liver mass or bad heart and kidney failure")
+    doc.ents = [
+        Span(doc, 0, 3, label="DISEASE", kb_id="D004"),  # an alternative id: stored as OMIM:100
+        Span(doc, 4, 5, label="DISEASE", kb_id="NOT-IN-KB"),  # cannot be linked to: left out
+        Span(doc, 6, 8, label="DISEASE"),  # no gold id: left out
+        Span(doc, 9, 11, label="DISEASE", kb_id="MESH:D001"),  # prefixed MeSH id: stored bare
+        Span(doc, 12, 13, label="DISEASE", kb_id="D001|D003"),  # composite: no synonym of either
+        Span(doc, 13, 14, label="DISEASE", kb_id="-1"),  # no concept
+    ]
+    assert linker.add_to_memory([doc]) == 2
+    assert linker.memory.texts == ["acute renal insufficiency", "bad heart"] and linker.memory.ids == ["OMIM:100", "D001"]
+    assert linker.add_to_memory([doc]) == 0
+
+
+def same_candidates(got, expected):
+    return [cid for cid, _ in got] == [cid for cid, _ in expected] and numpy.allclose(
+        [p for _, p in got], [p for _, p in expected], atol=1e-5
+    )
+
+
+def test_memory_travels_with_the_pipeline(linker_nlp, tmp_path):
+    linker = linker_nlp.get_pipe("sapbert_linker")
+    linker.add_mentions([("liver tumour", "D005"), ("kidney trouble", "D006")])
+    expected = linked(linker_nlp, "a liver tumour", "liver tumour")._.kb_ents
+    linker_nlp.to_disk(tmp_path / "nlp")
+    assert (tmp_path / "nlp" / "sapbert_linker" / "memory" / "vectors.faiss").exists()
+    loaded = spacy.load(tmp_path / "nlp")
+    assert len(loaded.get_pipe("sapbert_linker").memory) == 2
+    assert same_candidates(linked(loaded, "a liver tumour", "liver tumour")._.kb_ents, expected)
+
+    copy = spacy.blank("en")
+    copy.add_pipe("sapbert_linker", config={"model": "unused", "k": 5}).from_bytes(linker.to_bytes())
+    assert copy.get_pipe("sapbert_linker").memory.ids == linker.memory.ids
+    assert same_candidates(linked(copy, "a liver tumour", "liver tumour")._.kb_ents, expected)
+
+
+def test_memory_of_another_dimension_is_refused(linker_nlp, tmp_path):
+    linker = linker_nlp.get_pipe("sapbert_linker")
+    linker.add_mentions([("liver tumour", "D005")])
+    linker_nlp.to_disk(tmp_path / "nlp")
+    wrong = MentionMemory(26)
+    wrong.add([("apple", "D005")], fake_encode)
+    wrong.to_disk(tmp_path / "nlp" / "sapbert_linker" / "memory")
+    with pytest.raises(IndexFormatError, match="memory.*dimension 26.*produces 32"):
+        spacy.load(tmp_path / "nlp")
+
+
+@pytest.mark.parametrize(
+    "key,value", [("memory_weight", 1.5), ("memory_weight", -0.1), ("concept_temperature", 0.0), ("memory_temperature", -1.0), ("memory_k", 0)]
+)
+def test_bad_memory_settings_name_the_config_key(tiny_bert, key, value):
+    nlp = spacy.blank("en")
+    with pytest.raises(SapbertError, match=f"`{key}`"):
+        nlp.add_pipe("sapbert_linker", config={"model": tiny_bert, key: value})
