@@ -204,6 +204,9 @@ def evaluate_command(
     plot: Optional[Path] = typer.Option(None, help="Write a PNG of acc@k against k here."),
     title: Optional[str] = typer.Option(None, help="Title of the table and plot."),
     end_to_end: Optional[Path] = typer.Option(None, help="Also run this saved pipeline on the raw documents and score (span, id) P/R/F1."),
+    memory: List[Path] = typer.Option([], help="Annotated corpora for a mention memory (kNN-BioEL): the model is also run with it."),
+    memory_settings: Optional[Path] = typer.Option(None, help="JSON of memory_k, memory_weight, concept_temperature, memory_temperature, or an evaluate report of --tune-memory. Default: the paper's 4, 0.1, 0.01, 1.0."),
+    tune_memory: bool = typer.Option(False, help="Choose the memory settings by a grid search on this corpus (a dev set, never test)."),
 ) -> None:
     """Accuracy (acc@1/5/10, MRR) on a benchmark corpus with the BioSyn/SapBERT protocol; prints a Markdown table."""
     from .encoder import offline_default_model
@@ -235,6 +238,9 @@ def evaluate_command(
         prep=prep,
         cache_dir=cache_dir or Path.home() / ".cache" / "spacy-sapbert" / "eval-index",
         title=title,
+        memory=memory,
+        memory_settings=_read_memory_settings(memory_settings) if memory_settings else None,
+        tune=tune_memory,
     )
     if end_to_end:
         report["end_to_end"] = _end_to_end(end_to_end, corpus, label)
@@ -248,6 +254,59 @@ def evaluate_command(
     if end_to_end:
         e2e = report["end_to_end"]
         typer.echo(f"\nend to end ({end_to_end}): P {100 * e2e['precision']:.1f}, R {100 * e2e['recall']:.1f}, F1 {100 * e2e['f1']:.1f}")
+
+
+def _read_memory_settings(path: Path):
+    from .errors import SapbertError
+    from .memory import MemorySettings
+
+    try:
+        data = srsly.read_json(path)
+    except (OSError, ValueError) as err:
+        raise typer.BadParameter(f"--memory-settings {path}: not a readable JSON file ({err})") from err
+    try:
+        return MemorySettings.from_dict(data, source=str(path))
+    except (SapbertError, TypeError) as err:
+        raise typer.BadParameter(str(err)) from err
+
+
+@app.command("add-memory")
+def add_memory_command(
+    pipeline: Path = typer.Argument(..., help="Saved pipeline with a sapbert_linker."),
+    corpora: List[Path] = typer.Argument(..., help="Annotated PubTator corpora (NCBI-disease, BC5CDR, MedMentions) whose mentions go into the memory."),
+    output: Path = typer.Option(..., help="Folder to write the pipeline with its memory to (may be PIPELINE)."),
+    label: List[str] = typer.Option([], help="Only mentions with these corpus labels (e.g. Disease)."),
+    settings: Optional[Path] = typer.Option(None, help="Memory settings JSON (or an evaluate report of --tune-memory) to store in the pipeline's config."),
+) -> None:
+    """Fill the linker's mention memory (kNN-BioEL) with the annotated mentions of corpora.
+
+    Mentions are searched as the linker searches entities (through the pipeline's abbreviation
+    detector when it has one). The concept index is not rebuilt; running it again with more corpora
+    adds to the memory.
+    """
+    import spacy
+
+    from .pipeline import save_pipeline
+    from .readers.corpora import documents_to_docs, read_pubtator
+
+    overrides = {"components": {"sapbert_linker": _read_memory_settings(settings).to_dict()}} if settings else {}
+    nlp = spacy.load(pipeline, config=overrides)
+    linker = nlp.get_pipe("sapbert_linker")
+    added = 0
+    for corpus in corpora:
+        documents = list(read_pubtator(corpus))
+        if label:
+            present = {m.label for d in documents for m in d.mentions}
+            if not present.intersection(label):
+                raise typer.BadParameter(f"no mention of {corpus} has a --label in {label}; its labels: {sorted(present)}")
+            for document in documents:
+                document.mentions = [m for m in document.mentions if m.label in label]
+        docs = documents_to_docs(nlp, documents)
+        if "sapbert_abbreviations" in nlp.pipe_names:
+            docs = list(nlp.get_pipe("sapbert_abbreviations").pipe(docs))
+        added += linker.add_to_memory(docs)
+    save_pipeline(nlp, output)
+    typer.echo(f"{added} new memory entries ({len(linker.memory or [])} in all) written to {output}", err=True)
 
 
 def _end_to_end(pipeline: Path, corpus: Path, labels: List[str]) -> dict:

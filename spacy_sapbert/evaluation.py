@@ -9,6 +9,10 @@ set (`A+B` gives {A, B}).
 
 Two dictionary protocols: `strict` (vocabulary names only) and `biosyn` (vocabulary plus the
 training (and dev) mentions as extra names of their gold concepts, as the published tables use).
+
+With a mention memory (kNN-BioEL) the evaluated encoder runs a second time with the memory's votes
+mixed into its concept scores; `tune_memory` chooses the mixture's settings by a grid search on the
+corpus at hand, which must be a dev set.
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ import numpy
 from .abbreviations import expand_abbreviations, find_abbreviations
 from .index import Candidate, ConceptIndex, NameLinks, name_table
 from .kb import Concept, KnowledgeBase
+from .memory import MemorySettings, MentionMemory
 from .preprocess import apply_spell_check, gold_ids, is_cuiless, normalize_text, split_composite
 from .readers.corpora import Document, Query
 
@@ -205,6 +210,64 @@ class EncoderRetriever:
 
     def add_names(self, extra: Iterable[Tuple[str, str]]) -> None:
         self.index.add_names(extra, lambda names: self.encoder.encode(names, progress=True))
+
+
+class MemoryRetriever:
+    """kNN-BioEL: an encoder retriever whose concept scores are mixed with a mention memory's votes."""
+
+    def __init__(self, name: str, base: EncoderRetriever, mentions: Sequence[Tuple[str, str]], settings: MemorySettings):
+        self.name = name
+        self.base = base
+        self.settings = settings
+        self.memory = MentionMemory(base.encoder.dim)
+        self.memory.add(mentions, lambda texts: base.encoder.encode(texts, progress=len(texts) > 5000))
+
+    def candidates(self, texts: Sequence[str], k: int, memory_k: int) -> Tuple[List[List[Candidate]], List[List[Candidate]]]:
+        """The concept index's top-k and the memory's top-memory_k of each text, from one encoding."""
+        vectors = self.base.encoder.encode(list(texts), progress=len(texts) > 5000)
+        return self.base.index.search(vectors, k), self.memory.search(vectors, memory_k)
+
+    def rank(self, texts: Sequence[str], k: int) -> List[List[Candidate]]:
+        concepts, votes = self.candidates(texts, k, self.settings.memory_k)
+        return [self.settings.mix(hits, near)[:k] for hits, near in zip(concepts, votes)]
+
+    def add_names(self, extra: Iterable[Tuple[str, str]]) -> None:
+        self.base.add_names(extra)
+
+
+MEMORY_GRID: Dict[str, Sequence[float]] = {
+    "memory_k": (1, 2, 4, 8, 16),
+    "memory_weight": (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9),
+    "concept_temperature": (0.01, 0.02, 0.05, 0.1),
+    "memory_temperature": (0.01, 0.05, 0.1, 0.5, 1.0),
+}
+
+
+def tune_memory(
+    retriever: MemoryRetriever,
+    mentions: Sequence[EvalMention],
+    kb: KnowledgeBase,
+    grid: Mapping[str, Sequence[float]] = MEMORY_GRID,
+    k: int = max(KS),
+) -> List[Dict[str, float]]:
+    """Every combination of the grid's settings with its acc@1, acc@5 and MRR, best first.
+
+    Best means highest acc@1, then acc@5, then MRR; ties keep grid order. Each query is encoded and
+    searched once; only the mixture is recomputed per combination. Run it on a dev set only.
+    """
+    import itertools
+
+    distinct = sorted({q for m in mentions for q in m.queries})
+    concepts, votes = retriever.candidates(distinct, k, max(grid["memory_k"]))
+    keys = list(grid)
+    rows = []
+    for values in itertools.product(*(grid[key] for key in keys)):
+        settings = MemorySettings(**dict(zip(keys, values)))
+        ranked = {q: settings.mix(hits, near)[:k] for q, hits, near in zip(distinct, concepts, votes)}
+        ranks = [mention_rank([gold_rank(ranked[q], m.gold_set, kb) for q in m.queries]) for m in mentions]
+        metrics = metrics_from_ranks(ranks)
+        rows.append({**settings.to_dict(), "acc@1": metrics["acc@1"], "acc@5": metrics["acc@5"], "mrr": metrics["mrr"]})
+    return sorted(rows, key=lambda row: (-row["acc@1"], -row["acc@5"], -row["mrr"]))
 
 
 def build_encoder_index(
@@ -468,8 +531,16 @@ def run_benchmark(
     prep: Optional[Preprocessing] = None,
     cache_dir: Optional[Path] = None,
     title: Optional[str] = None,
+    memory: Sequence[Path] = (),
+    memory_settings: Optional[MemorySettings] = None,
+    tune: bool = False,
 ) -> dict:
-    """Evaluate an encoder (and, with `baselines`, exact match, TF-IDF and the untuned encoder) on one corpus."""
+    """Evaluate an encoder (and, with `baselines`, exact match, TF-IDF and the untuned encoder) on one corpus.
+
+    `memory`: annotated corpora whose mentions fill a mention memory; the encoder is then also run
+    with it (`memory_settings`, default the paper's), or, with `tune`, with the settings that
+    `tune_memory` finds best on this corpus (a dev set).
+    """
     from .encoder import Encoder
     from .readers import read_vocabularies
 
@@ -483,13 +554,27 @@ def run_benchmark(
         train_mentions, _, _ = read_corpus(path, guess_corpus_format(path), prep, labels)
         extra += training_names(train_mentions, kb)
     n_missing, absent = missing_gold(mentions, kb)
+    memory_mentions: List[Tuple[str, str]] = []
+    for path in memory:
+        memory_corpus, _, _ = read_corpus(path, guess_corpus_format(path), prep, labels)
+        memory_mentions += [(text, concept_id) for concept_id, text in training_names(memory_corpus, kb)]
 
     prep_key = {"lowercase": prep.lowercase, "punct": prep.remove_punctuation, "vocab": [(str(p), f, dict(o)) for p, f, o in vocabularies]}
 
-    def encoder_system(name: str, model_name: str, model_pooling: str) -> System:
-        encoder = Encoder(model_name, pooling=model_pooling, max_length=max_length, batch_size=batch_size, device=device)
+    encoders: Dict[Tuple[str, str], Encoder] = {}
+
+    def encoder_retriever(name: str, model_name: str, model_pooling: str):
+        """A function dictionary -> EncoderRetriever; each model is loaded once."""
+        if (model_name, model_pooling) not in encoders:
+            encoders[model_name, model_pooling] = Encoder(
+                model_name, pooling=model_pooling, max_length=max_length, batch_size=batch_size, device=device
+            )
+        encoder = encoders[model_name, model_pooling]
         key = index_cache_key(model_name, model_pooling, max_length, [p for p, _, _ in vocabularies], prep_key)
-        return System(name, lambda dictionary: EncoderRetriever(name, encoder, build_encoder_index(encoder, dictionary, cache_dir, key)))
+        return lambda dictionary: EncoderRetriever(name, encoder, build_encoder_index(encoder, dictionary, cache_dir, key))
+
+    def encoder_system(name: str, model_name: str, model_pooling: str) -> System:
+        return System(name, encoder_retriever(name, model_name, model_pooling))
 
     systems: List[System] = []
     if baselines:
@@ -498,6 +583,24 @@ def run_benchmark(
             systems.append(encoder_system(f"untuned {model_label(baseline_model)}", baseline_model, baseline_pooling))
     if model:
         systems.append(encoder_system(model_label(model), model, pooling))
+    memory_report = None
+    if model and memory_mentions:
+        settings = memory_settings or MemorySettings()
+        make_base = encoder_retriever(model_label(model), model, pooling)
+        grid_rows: List[Dict[str, float]] = []
+        if tune:
+            grid_rows = tune_memory(MemoryRetriever("tuning", make_base(concepts), memory_mentions, settings), mentions, kb)
+            best = grid_rows[0]
+            settings = MemorySettings(**{key: best[key] for key in MEMORY_GRID})
+        name = f"{model_label(model)} + memory" + (" (tuned here)" if tune else "")
+        systems.append(System(name, lambda dictionary: MemoryRetriever(name, make_base(dictionary), memory_mentions, settings)))
+        memory_report = {
+            "corpora": [str(p) for p in memory],
+            "n_entries": len(set(memory_mentions)),
+            "settings": settings.to_dict(),
+            "tuned_on_this_corpus": tune,
+            "grid": grid_rows,
+        }
     results = run_protocols(systems, concepts, mentions, extra, protocols)
     return {
         "title": title or Path(corpus).name,
@@ -520,5 +623,6 @@ def run_benchmark(
         },
         "model": model,
         "pooling": pooling,
+        "memory": memory_report,
         "results": results,
     }

@@ -68,3 +68,40 @@ def test_build_index_reports_a_malformed_vocabulary_line(tmp_path, tiny_bert):
     assert result.exit_code != 0
     assert "bad.txt" in str(result.exception) and "line 2" in str(result.exception)
     assert not (tmp_path / "pipe").exists()
+
+
+def test_add_memory_stores_corpus_mentions_and_settings_in_the_pipeline(built_pipeline, tmp_path):
+    import spacy
+
+    corpus = tmp_path / "train.txt"
+    corpus.write_text(
+        "7|t|Renal trouble (RT) again.\n7|a|Liver mass seen; RT persists.\n"
+        "7\t0\t13\tRenal trouble\tDisease\tOMIM:3\n7\t15\t17\tRT\tDisease\tOMIM:3\n"
+        "7\t26\t36\tLiver mass\tDisease\tD2\n7\t26\t36\tLiver mass\tChemical\tD1\n\n",
+        encoding="utf8",
+    )
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"memory_k": 1, "memory_weight": 0.9}), encoding="utf8")
+    args = ["add-memory", str(built_pipeline), str(corpus), "--label", "Disease", "--output", str(tmp_path / "out"), "--settings", str(settings)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    nlp = spacy.load(tmp_path / "out")
+    linker = nlp.get_pipe("sapbert_linker")
+    # no abbreviation detector in this pipeline: the linker searches "rt" as it is, so the memory holds "rt"
+    assert sorted(zip(linker.memory.texts, linker.memory.ids)) == [("liver mass", "D2"), ("renal trouble", "OMIM:3"), ("rt", "OMIM:3")]
+    assert nlp.config["components"]["sapbert_linker"]["memory_weight"] == 0.9
+    assert linker.memory_settings.memory_k == 1
+    doc = nlp.make_doc("liver mass")
+    doc.ents = [doc.char_span(0, 10, label="DISEASE")]
+    assert linker(doc).ents[0].kb_id_ == "D2"
+
+    nlp = spacy.load(built_pipeline)
+    nlp.add_pipe("sapbert_abbreviations", first=True)
+    nlp.to_disk(tmp_path / "with-abbreviations")
+    result = runner.invoke(app, ["add-memory", str(tmp_path / "with-abbreviations"), str(corpus), "--label", "Disease", "--output", str(tmp_path / "out2")])
+    assert result.exit_code == 0, result.output
+    memory = spacy.load(tmp_path / "out2").get_pipe("sapbert_linker").memory
+    assert sorted(zip(memory.texts, memory.ids)) == [("liver mass", "D2"), ("renal trouble", "OMIM:3")]  # "RT" as its long form
+
+    result = runner.invoke(app, ["add-memory", str(built_pipeline), str(corpus), "--label", "Gene", "--output", str(tmp_path / "out3")])
+    assert result.exit_code != 0 and "'Chemical', 'Disease'" in result.output

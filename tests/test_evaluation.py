@@ -2,7 +2,6 @@ import json
 from pathlib import Path
 
 import pytest
-import spacy
 from typer.testing import CliRunner
 
 from conftest import shared_file
@@ -196,3 +195,72 @@ def test_evaluate_command_scores_a_pipeline_end_to_end(tmp_path, tiny_bert):
     # the matcher finds Hepatoma, heart failure, nephropathy (not "NP"); all three link to their gold ids
     assert (e2e["tp"], e2e["fp"], e2e["fn"]) == (3, 0, 1)
     assert "end to end" in result.output
+
+
+def misled_mentions(tiny_bert, concepts):
+    """Two nonsense mentions whose gold is *not* what the random encoder ranks first, and its retriever."""
+    from spacy_sapbert.encoder import Encoder
+    from spacy_sapbert.evaluation import EncoderRetriever, build_encoder_index
+
+    encoder = Encoder(tiny_bert, device="cpu")
+    base = EncoderRetriever("tiny", encoder, build_encoder_index(encoder, concepts))
+    texts = ["xq", "zzv"]
+    mentions = []
+    for text, hits in zip(texts, base.rank(texts, 5)):
+        gold = next(c.id for c in concepts if c.id != hits[0][0])
+        mentions.append(EvalMention(text, gold, [text]))
+    return base, mentions
+
+
+def test_tune_memory_finds_that_the_memory_fixes_what_the_encoder_gets_wrong(tiny_bert):
+    from spacy_sapbert.evaluation import MemoryRetriever, tune_memory
+    from spacy_sapbert.memory import MemorySettings
+
+    concepts = vocabulary()
+    kb = KnowledgeBase(concepts)
+    base, mentions = misled_mentions(tiny_bert, concepts)
+    retriever = MemoryRetriever("tiny + memory", base, [(m.text, m.gold) for m in mentions], MemorySettings())
+    grid = {"memory_k": (1, 2), "memory_weight": (0.0, 0.5, 0.9), "concept_temperature": (0.01,), "memory_temperature": (0.1, 1.0)}
+    rows = tune_memory(retriever, mentions, kb, grid)
+    assert len(rows) == 2 * 3 * 1 * 2
+    assert all(row["acc@1"] == 0.0 for row in rows if row["memory_weight"] == 0.0)  # the encoder alone
+    assert rows[0]["acc@1"] == 1.0 and rows[0]["memory_weight"] > 0.0
+    assert [r["acc@1"] for r in rows] == sorted((r["acc@1"] for r in rows), reverse=True)
+    assert score_retriever(MemoryRetriever("m", base, [(m.text, m.gold) for m in mentions], MemorySettings(1, 0.9)), mentions, kb)[0]["acc@1"] == 1.0
+
+
+def test_memory_settings_from_a_report_or_a_plain_mapping():
+    from spacy_sapbert.errors import SapbertError
+    from spacy_sapbert.memory import MemorySettings
+
+    assert MemorySettings.from_dict({"memory_k": 8, "memory_weight": 0.3}) == MemorySettings(8, 0.3)
+    report = {"memory": {"settings": {"memory_k": 2, "memory_weight": 0.2, "concept_temperature": 0.05, "memory_temperature": 0.1}}}
+    assert MemorySettings.from_dict(report) == MemorySettings(2, 0.2, 0.05, 0.1)
+    with pytest.raises(SapbertError, match="unknown memory setting.*lambda"):
+        MemorySettings.from_dict({"lambda": 0.1}, source="x.json")
+
+
+def test_evaluate_command_tunes_the_memory_on_dev_and_reuses_the_settings(tmp_path, tiny_bert):
+    (tmp_path / "corpus.txt").write_text(PUBTATOR, encoding="utf8")
+    (tmp_path / "vocab.txt").write_text(
+        "D1||Heart failure|cardiac failure\nD2||Liver cancer|hepatoma\nD3||Kidney disease|nephropathy\n", encoding="utf8"
+    )
+    common = ["evaluate", str(tmp_path / "corpus.txt"), "--vocab", str(tmp_path / "vocab.txt"), "--model", tiny_bert,
+              "--memory", str(tmp_path / "corpus.txt"), "--protocol", "strict", "--cache-dir", str(tmp_path / "cache")]
+    result = CliRunner().invoke(app, common + ["--tune-memory", "--output", str(tmp_path / "dev.json")])
+    assert result.exit_code == 0, result.output
+    dev = json.loads((tmp_path / "dev.json").read_text())
+    name = Path(tiny_bert).name
+    memory = dev["memory"]
+    assert memory["tuned_on_this_corpus"] and memory["n_entries"] == 3  # hepatoma, heart failure, nephropathy
+    assert len(memory["grid"]) == 5 * 8 * 4 * 5
+    assert memory["settings"] == {k: memory["grid"][0][k] for k in memory["settings"]}
+    tuned = dev["results"][f"{name} + memory (tuned here)"]["strict"]
+    assert tuned["acc@1"] == memory["grid"][0]["acc@1"] == 1.0  # every query is in the memory
+    assert tuned["acc@1"] >= dev["results"][name]["strict"]["acc@1"]
+
+    result = CliRunner().invoke(app, common + ["--memory-settings", str(tmp_path / "dev.json"), "--output", str(tmp_path / "test.json")])
+    assert result.exit_code == 0, result.output
+    test = json.loads((tmp_path / "test.json").read_text())
+    assert test["memory"]["settings"] == memory["settings"] and not test["memory"]["tuned_on_this_corpus"]
+    assert test["results"][f"{name} + memory"]["strict"] == tuned
