@@ -1,4 +1,4 @@
-"""Command-line commands of self-alignment pretraining: ``extract``, ``pairs``, ``train``.
+"""Command-line commands of training: ``extract``, ``pairs``, ``train`` (SAP) and ``train-dhns`` (kNN-BioEL).
 
 ``register(app)`` adds them to a typer app (the package's CLI calls it)::
 
@@ -16,7 +16,7 @@ import typer
 
 from ..errors import SapbertError
 
-__all__ = ["extract_command", "pairs_command", "register", "train_command"]
+__all__ = ["extract_command", "pairs_command", "register", "train_command", "train_dhns_command"]
 
 
 def _split(value: Optional[str]) -> Optional[List[str]]:
@@ -184,8 +184,48 @@ def train_command(
         typer.echo(f"model written to {model_dir}", err=True)
 
 
+def train_dhns_command(
+    corpora: List[Path] = typer.Argument(..., help="Annotated PubTator training corpora (e.g. NCBItrainset_corpus.txt)."),
+    vocab: List[Path] = typer.Option(..., help="Vocabulary file(s) of the gold ids (MEDIC, MeSH TSV, OBO, ...)."),
+    model: str = typer.Option(..., help="Encoder to fine-tune: local Hugging Face folder (e.g. a SAP model) or hub name."),
+    output: Path = typer.Option(..., help="Output folder: model/, checkpoints/last/, train_log.jsonl, loss.png."),
+    vocab_format: str = typer.Option("auto", help="Format of every --vocab."),
+    mesh_trees: List[str] = typer.Option([], help="Keep only MeSH descriptors under these tree letters."),
+    label: List[str] = typer.Option([], help="Only mentions with these corpus labels (e.g. Disease)."),
+    spell_check: Optional[Path] = typer.Option(None, help="misspelling||correction file applied to mentions (BioSyn's NCBI list)."),
+    pooling: str = typer.Option("cls", help="cls (SapBERT) or mean."),
+    max_length: int = typer.Option(25, help="Word pieces per mention or name."),
+    batch_size: int = typer.Option(32, help="Mentions per step."),
+    hard_negatives: int = typer.Option(4, help="Hard negatives per mention (p), mined every epoch."),
+    temperature: float = typer.Option(0.01, help="InfoNCE temperature."),
+    lr: float = typer.Option(2e-5, help="AdamW learning rate."),
+    weight_decay: float = typer.Option(0.01, help="AdamW weight decay."),
+    epochs: int = typer.Option(3, help="Epochs; the name index and the hard negatives are rebuilt at the start of each."),
+    seed: int = typer.Option(42, help="Seed of the data order and of dropout."),
+    device: str = typer.Option("auto", help="auto (CUDA when present), cpu or cuda."),
+    progress: bool = typer.Option(True, help="Show progress bars."),
+    resume: bool = typer.Option(False, help="Continue after the last finished epoch (output/checkpoints/last)."),
+) -> None:
+    """Fine-tune an encoder on annotated mentions with InfoNCE and dynamic hard negatives (kNN-BioEL)."""
+    from .dhns import DhnsConfig, train_dhns
+
+    config = DhnsConfig(
+        model=model, output=str(output), corpora=[str(c) for c in corpora], vocab=[str(v) for v in vocab],
+        vocab_format=vocab_format, mesh_trees=list(mesh_trees), labels=list(label),
+        spell_check=str(spell_check) if spell_check else None, pooling=pooling, max_length=max_length,
+        batch_size=batch_size, hard_negatives=hard_negatives, temperature=temperature, lr=lr,
+        weight_decay=weight_decay, epochs=epochs, seed=seed, device=device, progress=progress,
+    )
+    try:
+        model_dir = train_dhns(config, resume=resume)
+    except SapbertError as err:
+        _fail(err)
+    typer.echo(f"model written to {model_dir}", err=True)
+
+
 def register(app: typer.Typer) -> None:
-    """Add the extract, pairs and train commands to `app`."""
+    """Add the extract, pairs, train and train-dhns commands to `app`."""
     app.command("extract")(extract_command)
     app.command("pairs")(pairs_command)
     app.command("train")(train_command)
+    app.command("train-dhns")(train_dhns_command)

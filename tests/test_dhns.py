@@ -1,0 +1,155 @@
+"""DHNS fine-tuning (kNN-BioEL): the InfoNCE loss, hard-negative mining, and the training run."""
+import json
+import math
+
+import numpy
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from spacy_sapbert.kb import Concept
+from spacy_sapbert.training.dhns import DhnsConfig, NameSpace, info_nce_loss, mine_examples, train_dhns
+
+
+def loop_info_nce(queries, candidates, query_concepts, candidate_concepts, temperature):
+    """Reference: -log softmax of the positive among the candidates that are not of the query's concept."""
+    total = 0.0
+    for i, query in enumerate(queries.tolist()):
+        def sim(j):
+            a, b = query, candidates[j].tolist()
+            return sum(x * y for x, y in zip(a, b)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b)) / temperature
+        allowed = [j for j in range(len(candidates)) if j == i or candidate_concepts[j] != query_concepts[i]]
+        total += -(sim(i) - math.log(sum(math.exp(sim(j)) for j in allowed)))
+    return total / len(queries)
+
+
+def test_info_nce_matches_the_loop_reference_and_masks_same_concept_candidates():
+    generator = torch.Generator().manual_seed(0)
+    queries = torch.randn(4, 6, generator=generator)
+    candidates = torch.randn(9, 6, generator=generator)  # 4 positives, then 5 hard negatives
+    query_concepts = torch.tensor([0, 1, 0, 2])  # queries 0 and 2 share a concept
+    candidate_concepts = torch.tensor([0, 1, 0, 2, 3, 0, 4, 1, 5])
+    value = info_nce_loss(queries, candidates, query_concepts, candidate_concepts, 0.5)
+    expected = loop_info_nce(queries, candidates, query_concepts.tolist(), candidate_concepts.tolist(), 0.5)
+    assert float(value) == pytest.approx(expected, rel=1e-5)
+    unmasked = info_nce_loss(queries, candidates, torch.arange(4), torch.arange(10, 19), 0.5)
+    assert float(unmasked) != pytest.approx(expected, rel=1e-3)
+
+
+def unit(*values):
+    vector = numpy.array(values, dtype="float32")
+    return vector / numpy.linalg.norm(vector)
+
+
+def test_mining_takes_the_gold_names_nearest_as_positive_and_one_name_per_other_concept():
+    concepts = [
+        Concept("A", "a far", ["a near"]),
+        Concept("B", "b one", ["b two", "shared"]),
+        Concept("C", "c one", ["shared"]),
+        Concept("D", "d one"),
+    ]
+    space = NameSpace(concepts)
+    place = {
+        "a far": unit(0, 1, 0), "a near": unit(1, 0.1, 0), "b one": unit(1, 0.3, 0), "b two": unit(1, 0.35, 0),
+        "shared": unit(1, 0.2, 0), "c one": unit(0, 0, 1), "d one": unit(1, 0.5, 0),
+    }
+    name_vectors = numpy.stack([place[name] for name in space.names])
+    query = unit(1, 0, 0)
+    [mined], top1 = mine_examples(space, name_vectors, [("q", "A")], query[None, :], hard_negatives=2)
+    assert mined.positive == "a near" and top1 == 1.0
+    # nearest other names: "shared" (B and C), then "b one" (B: already used), "b two" (B), "d one" (D)
+    assert mined.negatives == ["shared", "d one"]
+    assert [concepts[row].id for row in mined.negative_concepts] == ["B", "D"]
+
+    [mined], top1 = mine_examples(space, name_vectors, [("q", "C")], query[None, :], hard_negatives=3)
+    assert mined.positive == "shared" and top1 == 0.0  # "shared" is also a name of C: never a negative for C
+    assert "shared" not in mined.negatives and mined.negatives[0] == "a near"
+
+
+def pubtator(doc_id, title, abstract, mentions):
+    """A PubTator block with the offsets of each (mention, gold) computed from the text."""
+    text = f"{title} {abstract}"
+    lines = [f"{doc_id}|t|{title}", f"{doc_id}|a|{abstract}"]
+    for mention, gold in mentions:
+        start = text.index(mention)
+        lines.append(f"{doc_id}\t{start}\t{start + len(mention)}\t{mention}\tDisease\t{gold}")
+    return "\n".join(lines) + "\n\n"
+
+
+PUBTATOR = pubtator(
+    1, "Hepatoma and heart failure.", "The nephropathy was mild; cardiac failure too.",
+    [("Hepatoma", "D2"), ("heart failure", "D1"), ("nephropathy", "D3"), ("cardiac failure", "D1")],
+) + pubtator(
+    2, "Liver tumour and kidney disorder.", "Breast lump.",
+    [("Liver tumour", "D2"), ("kidney disorder", "D3"), ("Breast lump", "D4")],
+)
+VOCAB = (
+    "D1||Heart failure|cardiac failure|cardiac insufficiency\nD2||Liver cancer|hepatoma|hepatic neoplasm\n"
+    "D3||Kidney disease|nephropathy|renal disease\nD4||Breast cancer|mammary carcinoma\nD5||Ovarian cancer|ovary carcinoma\n"
+)
+
+
+@pytest.fixture
+def tiny_task(tmp_path):
+    (tmp_path / "train.txt").write_text(PUBTATOR, encoding="utf8")
+    (tmp_path / "vocab.txt").write_text(VOCAB, encoding="utf8")
+    return tmp_path
+
+
+def config_for(task, model, output, **overrides):
+    settings = dict(
+        model=model, output=str(output), corpora=[str(task / "train.txt")], vocab=[str(task / "vocab.txt")],
+        batch_size=2, hard_negatives=2, temperature=0.05, lr=1e-3, epochs=2, pooling="mean", device="cpu",
+        progress=False, log_every=1,
+    )
+    settings.update(overrides)
+    return DhnsConfig(**settings)
+
+
+def test_dhns_training_pulls_mentions_to_their_concepts(tiny_task, tiny_bert, one_thread):
+    model_dir = train_dhns(config_for(tiny_task, tiny_bert, tiny_task / "run", epochs=6))
+    log = [json.loads(line) for line in (tiny_task / "run" / "train_log.jsonl").read_text().splitlines()]
+    mining = [entry for entry in log if "train_name_top1" in entry]
+    assert len(mining) == 6 and mining[0]["mined"] == 7  # 7 distinct (mention, concept) examples
+    assert mining[0]["train_name_top1"] < 1.0 and mining[-1]["train_name_top1"] == 1.0
+    losses = [entry["loss"] for entry in log if "loss" in entry]
+    assert sum(losses[-4:]) < sum(losses[:4]) / 10
+    assert (model_dir / "config.json").exists() and (tiny_task / "run" / "loss.png").exists()
+
+    from spacy_sapbert.encoder import Encoder
+
+    Encoder(str(model_dir), device="cpu").encode(["liver tumour"])  # the linker loads it
+
+
+def test_resumed_dhns_run_ends_with_the_same_weights(tiny_task, tiny_bert, one_thread):
+    from spacy_sapbert.encoder import load_pretrained
+
+    straight = train_dhns(config_for(tiny_task, tiny_bert, tiny_task / "straight"))
+    train_dhns(config_for(tiny_task, tiny_bert, tiny_task / "stopped", epochs=1))  # as if stopped after epoch 1
+    resumed = train_dhns(config_for(tiny_task, tiny_bert, tiny_task / "stopped"), resume=True)
+    first, second = load_pretrained(str(straight))[1], load_pretrained(str(resumed))[1]
+    for (name, a), (_, b) in zip(first.state_dict().items(), second.state_dict().items()):
+        assert torch.equal(a, b), name
+
+
+def test_dhns_settings_and_data_errors_are_named(tiny_task, tiny_bert):
+    from spacy_sapbert.errors import SapbertError
+
+    with pytest.raises(SapbertError, match="hard_negatives"):
+        train_dhns(config_for(tiny_task, tiny_bert, tiny_task / "x", hard_negatives=-1))
+    (tiny_task / "other.txt").write_text("X1||Unrelated\n", encoding="utf8")
+    with pytest.raises(SapbertError, match="no training mention"):
+        train_dhns(config_for(tiny_task, tiny_bert, tiny_task / "x", vocab=[str(tiny_task / "other.txt")]))
+
+
+def test_train_dhns_command(tiny_task, tiny_bert, one_thread):
+    from spacy_sapbert.cli import app
+
+    result = CliRunner().invoke(app, ["train-dhns", "--help"])
+    assert result.exit_code == 0 and "--hard-negatives" in result.output
+    result = CliRunner().invoke(app, [
+        "train-dhns", str(tiny_task / "train.txt"), "--vocab", str(tiny_task / "vocab.txt"), "--model", tiny_bert,
+        "--output", str(tiny_task / "cli"), "--epochs", "1", "--batch-size", "4", "--device", "cpu", "--no-progress",
+    ])
+    assert result.exit_code == 0, result.output
+    assert (tiny_task / "cli" / "model" / "config.json").exists()
