@@ -5,7 +5,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from conftest import ROOT, shared_file
 
@@ -81,3 +80,29 @@ def test_project_workflow_all_then_install_the_wheel(tmp_path, tiny_bert, capsys
     pipe_names, ents = out.stdout.strip().splitlines()
     assert pipe_names == "['sapbert_abbreviations', 'dictionary_matcher', 'sapbert_linker']"
     assert f"('{name}', 'Disease', True)" in ents
+
+
+def test_project_knn_workflow_after_all(tmp_path, tiny_bert):
+    """`knn` builds on `all`: DHNS from the SAP model, memory settings tuned on dev, a pipeline with a memory."""
+    import json
+
+    import spacy
+    from weasel.cli.run import project_run
+
+    project = tmp_path / "project"
+    shutil.copytree(ROOT / "projects" / "sapbert", project)
+    tiny_data(tmp_path / "data")
+    overrides = {
+        "vars.data": str(tmp_path / "data"), "vars.base_model": tiny_bert, "vars.pooling": "cls",
+        "vars.batch_size": 16, "vars.sap_steps": 2, "vars.checkpoint_every": 2, "vars.dhns_epochs": 1,
+        "vars.dhns_batch_size": 8, "vars.knn_package_name": "sapbert_tiny_knn",
+    }
+    for command in ("extract", "pairs", "train"):
+        project_run(project, command, overrides=overrides)
+    project_run(project, "knn", overrides=overrides)
+    report = json.loads((project / "metrics" / "knn-dev.json").read_text())
+    assert report["memory"]["tuned_on_this_corpus"] and report["memory"]["n_entries"] > 0
+    linker = spacy.load(project / "training" / "knn" / "pipeline").get_pipe("sapbert_linker")
+    assert len(linker.memory) > 0
+    assert linker.memory_settings.to_dict() == report["memory"]["settings"]
+    assert list((project / "packages").rglob("en_sapbert_tiny_knn-*.whl"))
