@@ -17,6 +17,14 @@ def test_every_command_has_help(command):
     assert "Usage" in result.output and ("--pipeline" in result.output or "--model" in result.output)
 
 
+def test_every_registered_command_answers_help():
+    names = [command.name for command in app.registered_commands]
+    assert {"build-index", "link", "demo", "evaluate", "assemble", "add-memory", "extract", "pairs", "train", "train-dhns"} <= set(names)
+    for name in names:
+        result = runner.invoke(app, [name, "--help"])
+        assert result.exit_code == 0 and "Usage" in result.output, name
+
+
 def test_module_entry_lists_the_commands():
     out = subprocess.run([sys.executable, "-m", "spacy_sapbert", "--help"], capture_output=True, text=True, check=True)
     for command in ("build-index", "link", "demo"):

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The kNN-BioEL table of BENCHMARKS.md: a SAP model and a SAP -> DHNS model, each without and with a
+# mention memory (strict protocol: MEDIC names only in the concept index).
+#   1. NCBI-disease dev: memory = train mentions; --tune-memory chooses memory_k, memory_weight and
+#      the two temperatures here (the only place where anything is chosen).
+#   2. NCBI-disease test, once: memory = train + dev mentions, the settings of step 1.
+#   3. BC5CDR-disease dev: memory = BC5CDR train disease mentions, the settings of step 1.
+# Usage: benchmarks/knn_table.sh SAP_MODEL DHNS_MODEL [POOLING] [OUT_DIR]   (DATA defaults to ../shared/data)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PY:-.venv/bin/python}
+DATA=${DATA:-../shared/data}
+SAP=$1
+DHNS=$2
+POOLING=${3:-mean}
+OUT=${4:-benchmarks/results/knn}
+mkdir -p "$OUT"
+NCBI=$DATA/ncbi-disease; MEDIC=$DATA/medic/medic_06Jul2012.txt; CDR=$DATA/bc5cdr; SPELL=$DATA/medic/ncbi-spell-check.txt
+
+run() { name=$1; shift; "$PY" -m spacy_sapbert evaluate "$@" --pooling "$POOLING" --protocol strict --title "$name" \
+          --output "$OUT/$name.json" --plot "$OUT/$name.png" | tee "$OUT/$name.md"; }
+
+for system in sap dhns; do
+    model=$SAP; [ "$system" = dhns ] && model=$DHNS
+    run "$system-ncbi-dev" "$NCBI/NCBIdevelopset_corpus.txt" --vocab "$MEDIC" --spell-check "$SPELL" --model "$model" \
+        --memory "$NCBI/NCBItrainset_corpus.txt" --tune-memory
+    run "$system-ncbi-test" "$NCBI/NCBItestset_corpus.txt" --vocab "$MEDIC" --spell-check "$SPELL" --model "$model" \
+        --memory "$NCBI/NCBItrainset_corpus.txt" --memory "$NCBI/NCBIdevelopset_corpus.txt" \
+        --memory-settings "$OUT/$system-ncbi-dev.json"
+    run "$system-bc5cdr-disease-dev" "$CDR/CDR_DevelopmentSet.PubTator.txt" --label Disease --vocab "$MEDIC" --model "$model" \
+        --memory "$CDR/CDR_TrainingSet.PubTator.txt" --memory-settings "$OUT/$system-ncbi-dev.json"
+done
