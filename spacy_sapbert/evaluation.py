@@ -16,12 +16,14 @@ corpus at hand, which must be a dev set.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy
 
@@ -281,6 +283,17 @@ def build_encoder_index(
     if path is not None:
         index.to_disk(path)
     return index
+
+
+@contextlib.contextmanager
+def index_cache(cache_dir: Optional[Path]) -> Iterator[Path]:
+    """`cache_dir`, or without one a temporary folder for one run, so that no strict index of a run
+    (the encoder's, the memory system's, the tuning's) is encoded twice."""
+    if cache_dir is not None:
+        yield Path(cache_dir)
+        return
+    with tempfile.TemporaryDirectory(prefix="sapbert-eval-index-") as tmp:
+        yield Path(tmp)
 
 
 def index_cache_key(model: str, pooling: str, max_length: int, vocabularies: Sequence[Path], options: Mapping) -> str:
@@ -571,37 +584,38 @@ def run_benchmark(
             )
         encoder = encoders[model_name, model_pooling]
         key = index_cache_key(model_name, model_pooling, max_length, [p for p, _, _ in vocabularies], prep_key)
-        return lambda dictionary: EncoderRetriever(name, encoder, build_encoder_index(encoder, dictionary, cache_dir, key))
+        return lambda dictionary: EncoderRetriever(name, encoder, build_encoder_index(encoder, dictionary, cache, key))
 
     def encoder_system(name: str, model_name: str, model_pooling: str) -> System:
         return System(name, encoder_retriever(name, model_name, model_pooling))
 
-    systems: List[System] = []
-    if baselines:
-        systems += [System(ExactMatchRetriever.name, ExactMatchRetriever), System(TfidfRetriever.name, TfidfRetriever)]
-        if baseline_model and (model is None or Path(baseline_model).resolve() != Path(model).resolve()):
-            systems.append(encoder_system(f"untuned {model_label(baseline_model)}", baseline_model, baseline_pooling))
-    if model:
-        systems.append(encoder_system(model_label(model), model, pooling))
-    memory_report = None
-    if model and memory_mentions:
-        settings = memory_settings or MemorySettings()
-        make_base = encoder_retriever(model_label(model), model, pooling)
-        grid_rows: List[Dict[str, float]] = []
-        if tune:
-            grid_rows = tune_memory(MemoryRetriever("tuning", make_base(concepts), memory_mentions, settings), mentions, kb)
-            best = grid_rows[0]
-            settings = MemorySettings(**{key: best[key] for key in MEMORY_GRID})
-        name = f"{model_label(model)} + memory" + (" (tuned here)" if tune else "")
-        systems.append(System(name, lambda dictionary: MemoryRetriever(name, make_base(dictionary), memory_mentions, settings)))
-        memory_report = {
-            "corpora": [str(p) for p in memory],
-            "n_entries": len(set(memory_mentions)),
-            "settings": settings.to_dict(),
-            "tuned_on_this_corpus": tune,
-            "grid": grid_rows,
-        }
-    results = run_protocols(systems, concepts, mentions, extra, protocols)
+    with index_cache(cache_dir) as cache:
+        systems: List[System] = []
+        if baselines:
+            systems += [System(ExactMatchRetriever.name, ExactMatchRetriever), System(TfidfRetriever.name, TfidfRetriever)]
+            if baseline_model and (model is None or Path(baseline_model).resolve() != Path(model).resolve()):
+                systems.append(encoder_system(f"untuned {model_label(baseline_model)}", baseline_model, baseline_pooling))
+        if model:
+            systems.append(encoder_system(model_label(model), model, pooling))
+        memory_report = None
+        if model and memory_mentions:
+            settings = memory_settings or MemorySettings()
+            make_base = encoder_retriever(model_label(model), model, pooling)
+            grid_rows: List[Dict[str, float]] = []
+            if tune:
+                grid_rows = tune_memory(MemoryRetriever("tuning", make_base(concepts), memory_mentions, settings), mentions, kb)
+                best = grid_rows[0]
+                settings = MemorySettings(**{key: best[key] for key in MEMORY_GRID})
+            name = f"{model_label(model)} + memory" + (" (tuned here)" if tune else "")
+            systems.append(System(name, lambda dictionary: MemoryRetriever(name, make_base(dictionary), memory_mentions, settings)))
+            memory_report = {
+                "corpora": [str(p) for p in memory],
+                "n_entries": len(set(memory_mentions)),
+                "settings": settings.to_dict(),
+                "tuned_on_this_corpus": tune,
+                "grid": grid_rows,
+            }
+        results = run_protocols(systems, concepts, mentions, extra, protocols)
     return {
         "title": title or Path(corpus).name,
         "corpus": str(corpus),

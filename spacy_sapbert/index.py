@@ -137,20 +137,13 @@ class ConceptIndex:
         if not concepts:
             raise IndexFormatError("the vocabulary gave no concepts; check the vocabulary file and its format")
         names, pair_names, pair_concepts = name_table(concepts, lowercase)
-        vectors = cls._prepare(encode(names), normalize)
+        vectors = float32_rows(encode(names), normalize)
         faiss_index = make_faiss_index(vectors.shape[1], index_type)
         faiss_index.add(vectors)
         return cls(
             concepts, names, pair_names, pair_concepts, faiss_index,
             lowercase=lowercase, normalize=normalize, index_type=index_type,
         )
-
-    @staticmethod
-    def _prepare(vectors: numpy.ndarray, normalize: bool) -> numpy.ndarray:
-        vectors = numpy.array(vectors, dtype="float32", order="C", copy=True)  # never normalize the caller's array
-        if normalize:
-            faiss.normalize_L2(vectors)
-        return vectors
 
     def concept(self, concept_id: str) -> Optional[Concept]:
         """The concept with this primary or alternative id, or None."""
@@ -175,7 +168,7 @@ class ConceptIndex:
                 existing.add(pair)
                 new_pairs.append(pair)
         if new_names:
-            self.vectors.add(self._prepare(encode(new_names), self.normalize))
+            self.vectors.add(float32_rows(encode(new_names), self.normalize))
             self.names.extend(new_names)
         if new_pairs:
             added = numpy.array(new_pairs, dtype="int64")
@@ -191,7 +184,7 @@ class ConceptIndex:
             return []
         if queries.shape[1] != self.dim:
             raise IndexFormatError(f"query vectors have dimension {queries.shape[1]} but the index has {self.dim}")
-        queries = self._prepare(queries, self.normalize)
+        queries = float32_rows(queries, self.normalize)
         results: List[Optional[List[Candidate]]] = [None] * len(queries)
         pending = numpy.arange(len(queries))
         depth = min(self.vectors.ntotal, 4 * k + 16)
@@ -294,6 +287,17 @@ class ConceptIndex:
             normalize=meta["normalize"],
             index_type=meta["index_type"],
         )
+
+
+def float32_rows(vectors: numpy.ndarray, normalize: bool = True) -> numpy.ndarray:
+    """A C-contiguous float32 copy of `vectors` for faiss, rows scaled to unit length when `normalize`.
+
+    Always a copy: the caller's array is never normalized in place.
+    """
+    vectors = numpy.array(vectors, dtype="float32", order="C", copy=True)
+    if normalize:
+        faiss.normalize_L2(vectors)
+    return vectors
 
 
 def read_table(path: Path, reader):

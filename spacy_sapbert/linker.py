@@ -398,4 +398,3 @@ def check_settings(**values: int) -> None:
     for key, value in values.items():
         if value < 1:
             raise SapbertError(f"sapbert_linker config key `{key}` must be at least 1, got {value}")
-

@@ -28,7 +28,7 @@ import numpy
 import srsly
 
 from .errors import IndexFormatError, SapbertError
-from .index import Candidate, read_faiss_file, read_table
+from .index import Candidate, float32_rows, read_faiss_file, read_table
 from .io import atomic_write, atomic_write_bytes, atomic_write_text
 
 FORMAT_VERSION = 1
@@ -117,12 +117,6 @@ class MemorySettings:
         return cls(**data)
 
 
-def _unit_rows(vectors: numpy.ndarray) -> numpy.ndarray:
-    vectors = numpy.array(vectors, dtype="float32", order="C", copy=True)
-    faiss.normalize_L2(vectors)
-    return vectors
-
-
 class MentionMemory:
     """Distinct (mention string, concept id) entries and their unit vectors in a flat faiss index."""
 
@@ -155,7 +149,7 @@ class MentionMemory:
         if not new:
             return 0
         distinct = sorted({text for text, _ in new})
-        rows = dict(zip(distinct, _unit_rows(encode(distinct))))
+        rows = dict(zip(distinct, float32_rows(encode(distinct))))
         self.vectors.add(numpy.stack([rows[text] for text, _ in new]))
         self.texts.extend(text for text, _ in new)
         self.ids.extend(concept_id for _, concept_id in new)
@@ -171,7 +165,7 @@ class MentionMemory:
             return [[] for _ in range(len(queries))]
         if queries.shape[1] != self.dim:
             raise IndexFormatError(f"query vectors have dimension {queries.shape[1]} but the mention memory has {self.dim}")
-        scores, rows = self.vectors.search(_unit_rows(queries), min(k, len(self)))
+        scores, rows = self.vectors.search(float32_rows(queries), min(k, len(self)))
         return [
             [(self.texts[row], self.ids[row], float(score)) for score, row in zip(score_row, row_row) if row >= 0]
             for score_row, row_row in zip(scores.tolist(), rows.tolist())

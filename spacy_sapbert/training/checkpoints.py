@@ -12,16 +12,27 @@ import random
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 import numpy
 import torch
 
-from ..io import atomic_write
+from ..errors import SapbertError
+from ..io import atomic_write, atomic_write_text
 
-__all__ = ["STATE_FILE", "find_checkpoint", "plot_loss", "read_log", "rng_state", "seed_everything", "set_rng_state", "write_dir"]
+__all__ = [
+    "STATE_FILE", "append_log", "find_checkpoint", "plot_loss", "read_log", "require_at_least_one", "restart_log",
+    "rng_state", "save_model", "seed_everything", "set_rng_state", "write_dir",
+]
 
 STATE_FILE = "trainer_state.json"
+
+
+def require_at_least_one(config: Any, keys: Sequence[str]) -> None:
+    """Raise SapbertError naming the first of these settings of `config` that is below 1."""
+    for key in keys:
+        if int(getattr(config, key)) < 1:
+            raise SapbertError(f"training setting {key}={getattr(config, key)!r} must be at least 1")
 
 
 def seed_everything(seed: int) -> None:
@@ -76,6 +87,12 @@ def write_dir(target: Path, fill) -> None:
         raise
 
 
+def save_model(folder: Path, model, tokenizer) -> None:
+    """The Hugging Face model folder that the linker loads as `model`: weights, config, tokenizer."""
+    model.save_pretrained(str(folder))
+    tokenizer.save_pretrained(str(folder))
+
+
 def find_checkpoint(output: Path) -> Optional[Path]:
     """output/checkpoints/last (or last.old, left by a crash while replacing it) if it is complete."""
     folder = Path(output) / "checkpoints"
@@ -98,6 +115,17 @@ def read_log(path: Path) -> List[Dict[str, Any]]:
             except ValueError:
                 continue  # a line cut by a crash
     return entries
+
+
+def restart_log(path: Path, last_step: Optional[int]) -> None:
+    """Start a run's log: keep the entries up to `last_step` (a resumed run) or none (None: a fresh run)."""
+    kept = [e for e in read_log(path) if e.get("step", 0) <= last_step] if last_step is not None else []
+    atomic_write_text(path, "".join(json.dumps(e) + "\n" for e in kept))
+
+
+def append_log(path: Path, entry: Dict[str, Any]) -> None:
+    with open(path, "a", encoding="utf8") as handle:
+        handle.write(json.dumps(entry) + "\n")
 
 
 def plot_loss(

@@ -27,7 +27,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import faiss
 import numpy
@@ -39,7 +39,10 @@ from ..errors import SapbertError
 from ..index import NameLinks, name_table
 from ..io import atomic_write_text
 from ..kb import Concept
-from .checkpoints import STATE_FILE, find_checkpoint, plot_loss, read_log, rng_state, seed_everything, set_rng_state, write_dir
+from .checkpoints import (
+    STATE_FILE, append_log, find_checkpoint, plot_loss, require_at_least_one, restart_log, rng_state, save_model,
+    seed_everything, set_rng_state, write_dir,
+)
 
 __all__ = ["DhnsConfig", "MinedExample", "info_nce_loss", "load_examples", "mine_examples", "train_dhns"]
 
@@ -81,9 +84,7 @@ class DhnsConfig:
 
     def validate(self) -> None:
         """Raise SapbertError naming the setting for an impossible value."""
-        for key in ("batch_size", "epochs", "encode_chunk", "log_every"):
-            if getattr(self, key) < 1:
-                raise SapbertError(f"training setting {key}={getattr(self, key)!r} must be at least 1")
+        require_at_least_one(self, ("batch_size", "epochs", "encode_chunk", "log_every"))
         if self.hard_negatives < 0:
             raise SapbertError(f"training setting hard_negatives={self.hard_negatives} must be >= 0")
         if self.temperature <= 0 or self.lr <= 0:
@@ -270,12 +271,7 @@ def train_dhns(config: DhnsConfig, resume: bool = False) -> Path:
         first_epoch, step, elapsed_before = state["epoch"], state["step"], state["elapsed"]
     output.mkdir(parents=True, exist_ok=True)
     atomic_write_text(output / CONFIG_FILE, json.dumps(dataclasses.asdict(config), indent=2) + "\n")
-    kept = [e for e in read_log(log_path) if e.get("step", 0) <= step] if checkpoint is not None else []
-    atomic_write_text(log_path, "".join(json.dumps(e) + "\n" for e in kept))
-
-    def log(entry: Dict[str, Any]) -> None:
-        with open(log_path, "a", encoding="utf8") as handle:
-            handle.write(json.dumps(entry) + "\n")
+    restart_log(log_path, step if checkpoint is not None else None)
 
     started = time.perf_counter()
     queries = [query for query, _ in examples]
@@ -284,7 +280,7 @@ def train_dhns(config: DhnsConfig, resume: bool = False) -> Path:
         query_vectors = _encode_all(model, tokenizer, queries, config, device, f"epoch {epoch + 1}: encoding mentions")
         mined, top1 = mine_examples(space, name_vectors, examples, query_vectors, config.hard_negatives)
         del name_vectors
-        log({"step": step, "epoch": epoch, "mined": len(mined), "train_name_top1": round(top1, 4)})
+        append_log(log_path, {"step": step, "epoch": epoch, "mined": len(mined), "train_name_top1": round(top1, 4)})
         generator = torch.Generator().manual_seed(config.seed * 1_000_003 + epoch)
         order = torch.randperm(len(mined), generator=generator).tolist()
         batches = [order[i : i + config.batch_size] for i in range(0, len(order), config.batch_size)]
@@ -302,7 +298,7 @@ def train_dhns(config: DhnsConfig, resume: bool = False) -> Path:
             bar.set_postfix(loss=f"{window[-1][0]:.4f}")
             if step % config.log_every == 0 or position == len(batches) - 1:
                 now = time.perf_counter()
-                log({
+                append_log(log_path, {
                     "step": step,
                     "epoch": epoch,
                     "loss": round(sum(v for v, _ in window) / len(window), 6),
@@ -313,11 +309,7 @@ def train_dhns(config: DhnsConfig, resume: bool = False) -> Path:
         bar.close()
         _save_checkpoint(output, model, tokenizer, optimizer, config, epoch + 1, step, elapsed_before + time.perf_counter() - started)
 
-    def fill_model(folder: Path) -> None:
-        model.save_pretrained(str(folder))
-        tokenizer.save_pretrained(str(folder))
-
-    write_dir(output / "model", fill_model)
+    write_dir(output / "model", lambda folder: save_model(folder, model, tokenizer))
     plot_loss(log_path, output / LOSS_PLOT, title="DHNS fine-tuning", ylabel="InfoNCE loss")
     return output / "model"
 
@@ -327,8 +319,7 @@ def _save_checkpoint(output: Path, model, tokenizer, optimizer, config: DhnsConf
     states = rng_state()
 
     def fill(folder: Path) -> None:
-        model.save_pretrained(str(folder))
-        tokenizer.save_pretrained(str(folder))
+        save_model(folder, model, tokenizer)
         torch.save(optimizer.state_dict(), folder / "optimizer.pt")
         torch.save(states, folder / "rng.pt")
         (folder / STATE_FILE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf8")

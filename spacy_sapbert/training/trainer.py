@@ -60,7 +60,10 @@ import torch
 from ..encoder import POOLINGS, embed_texts, load_pretrained, resolve_device
 from ..errors import SapbertError
 from ..io import atomic_write_text
-from .checkpoints import STATE_FILE, find_checkpoint, plot_loss, read_log, rng_state, seed_everything, set_rng_state, write_dir
+from .checkpoints import (
+    STATE_FILE, append_log, find_checkpoint, plot_loss, require_at_least_one, restart_log, rng_state, save_model,
+    seed_everything, set_rng_state, write_dir,
+)
 from .losses import MINER_DISTANCES, make_loss, make_miner, sap_loss
 from .pairs import PairsFile
 
@@ -122,10 +125,7 @@ class TrainConfig:
 
     def validate(self) -> None:
         """Raise SapbertError naming the setting for an impossible value."""
-        positive = ("batch_size", "epochs", "grad_accum", "checkpoint_every", "log_every", "encode_chunk")
-        for key in positive:
-            if int(getattr(self, key)) < 1:
-                raise SapbertError(f"training setting {key}={getattr(self, key)!r} must be at least 1")
+        require_at_least_one(self, ("batch_size", "epochs", "grad_accum", "checkpoint_every", "log_every", "encode_chunk"))
         if self.max_steps is not None and self.max_steps < 0:
             raise SapbertError(f"training setting max_steps={self.max_steps!r} must be >= 0 (or None)")
         if self.max_length < 2:
@@ -325,8 +325,7 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: _Dist) 
         if ctx.main:
             output.mkdir(parents=True, exist_ok=True)
             atomic_write_text(output / CONFIG_FILE, json.dumps(config.to_dict(), indent=2) + "\n")
-            kept = [e for e in read_log(log_path) if e.get("step", 0) <= global_step] if checkpoint is not None else []
-            atomic_write_text(log_path, "".join(json.dumps(e) + "\n" for e in kept))
+            restart_log(log_path, global_step if checkpoint is not None else None)
 
         global_batch = config.batch_size * ctx.world_size
         padded = len(pairs) + (-len(pairs)) % ctx.world_size
@@ -357,8 +356,7 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: _Dist) 
                 }
 
                 def fill(folder: Path) -> None:
-                    model.save_pretrained(str(folder))
-                    tokenizer.save_pretrained(str(folder))
+                    save_model(folder, model, tokenizer)
                     torch.save(optimizer.state_dict(), folder / "optimizer.pt")
                     torch.save(scheduler.state_dict(), folder / "scheduler.pt")
                     torch.save(scaler.state_dict(), folder / "scaler.pt")
@@ -426,8 +424,7 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: _Dist) 
                         "lr": scheduler.get_last_lr()[0],
                         "elapsed": round(elapsed_before + now - started, 3),
                     }
-                    with open(log_path, "a", encoding="utf8") as handle:
-                        handle.write(json.dumps(entry) + "\n")
+                    append_log(log_path, entry)
                 window_loss, window_count, window_pairs, window_start = 0.0, 0, 0, now
             if global_step % config.checkpoint_every == 0 or global_step == total_steps:
                 save_checkpoint()
@@ -438,11 +435,7 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: _Dist) 
 
         model_dir = output / "model"
         if ctx.main:
-            def fill_model(folder: Path) -> None:
-                model.save_pretrained(str(folder))
-                tokenizer.save_pretrained(str(folder))
-
-            write_dir(model_dir, fill_model)
+            write_dir(model_dir, lambda folder: save_model(folder, model, tokenizer))
             plot_loss(log_path, output / LOSS_PLOT)
         if ctx.world_size > 1:
             dist.barrier()
