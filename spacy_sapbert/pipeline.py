@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
@@ -14,6 +12,7 @@ from spacy.language import Language
 from .encoder import OFFLINE_DEFAULT_PACKAGE, offline_default_model
 from .errors import SapbertError
 from .kb import Concept
+from .outputs import check_pipeline_output, write_new_dir
 
 DEFAULT_LABEL = "PHENOTYPE"
 DEFAULT_PIPELINE_NAME = "hpo-minilm-v1"
@@ -78,18 +77,14 @@ def build_pipeline(
     return nlp
 
 
-def save_pipeline(nlp: Language, output: Path) -> None:
-    """Write the pipeline to a temporary folder next to `output`, then move it into place."""
-    output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
-    try:
-        nlp.to_disk(tmp)
-        if output.exists():
-            shutil.rmtree(output)
-        os.replace(tmp, output)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+def save_pipeline(nlp: Language, output: Path, *, overwrite: bool = False) -> None:
+    """Write the pipeline to `output` through a complete temporary folder (see `outputs`).
+
+    `output` must be absent, an empty folder, or (with `overwrite`) a pipeline of this project;
+    anything else is refused before any work is done, and is never deleted.
+    """
+    check_pipeline_output(Path(output), overwrite)
+    write_new_dir(Path(output), nlp.to_disk, replace=overwrite)
 
 
 def default_pipeline_path() -> Path:
@@ -117,5 +112,5 @@ def load_default_pipeline(path: Optional[Path] = None, rebuild: bool = False, pr
             linker_config={"pooling": "mean", "vocabulary": {"@misc": "spacy-sapbert.HPO.v1"}},
             progress=progress,
         )
-        save_pipeline(nlp, path)
+        save_pipeline(nlp, path, overwrite=True)
     return spacy.load(path)

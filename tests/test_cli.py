@@ -73,8 +73,9 @@ def test_build_index_reports_a_malformed_vocabulary_line(tmp_path, tiny_bert):
     vocab = tmp_path / "bad.txt"
     vocab.write_text("D1||Heart failure\nthis line has no separator\n", encoding="utf8")
     result = runner.invoke(app, ["build-index", str(vocab), str(tmp_path / "pipe"), "--model", tiny_bert])
-    assert result.exit_code != 0
-    assert "bad.txt" in str(result.exception) and "line 2" in str(result.exception)
+    assert result.exit_code == 1
+    [line] = [l for l in result.output.splitlines() if l.startswith("error:")]
+    assert "bad.txt" in line and "line 2" in line
     assert not (tmp_path / "pipe").exists()
 
 

@@ -18,6 +18,7 @@ import numpy
 import torch
 
 from ..errors import SapbertError
+from ..extras import require
 from ..io import atomic_write, atomic_write_text
 
 __all__ = [
@@ -132,8 +133,8 @@ def plot_loss(
     log_path: Path, png_path: Path, title: str = "self-alignment pretraining", ylabel: str = "multi-similarity loss"
 ) -> None:
     """Loss per logged step of a train_log.jsonl as a PNG (matplotlib Agg canvas, no global backend)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    FigureCanvasAgg = require("matplotlib.backends.backend_agg").FigureCanvasAgg
+    Figure = require("matplotlib.figure").Figure
 
     entries = read_log(Path(log_path))
     figure = Figure(figsize=(7, 4), dpi=100)

@@ -26,9 +26,17 @@ def _split(value: Optional[str]) -> Optional[List[str]]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
-def _fail(err: Exception) -> None:
-    typer.echo(f"error: {err}", err=True)
-    raise typer.Exit(1)
+def _claim_run_output(output: Path, resume: bool, overwrite: bool) -> None:
+    """Refuse an output folder that is not a run of ours; with --overwrite (and no --resume) clear the earlier run."""
+    import os
+
+    from ..outputs import check_run_output, clear_run
+
+    if int(os.environ.get("RANK", "0")) != 0:  # under torchrun, rank 0 alone looks at the folder
+        return
+    check_run_output(output, resume, overwrite)
+    if overwrite and not resume:
+        clear_run(output)
 
 
 def extract_command(
@@ -53,31 +61,28 @@ def extract_command(
     """
     from .extract import extract_synonyms, umls_concepts, write_synonyms
 
-    try:
-        if mrconso is not None:
-            if vocabulary:
-                raise SapbertError("give either vocabulary files or --mrconso, not both")
-            concepts = umls_concepts(
-                mrconso,
-                mrsty=mrsty,
-                mrrel=mrrel,
-                languages=_split(languages),
-                sources=_split(sources),
-                exclude_sources=_split(exclude_sources) or (),
-                semantic_types=_split(semantic_types),
-                strict=strict,
-            )
-        else:
-            if not vocabulary:
-                raise SapbertError("give vocabulary files or --mrconso")
-            if mrsty or mrrel or semantic_types:
-                raise SapbertError("--mrsty, --mrrel and --semantic-types go with --mrconso")
-            from ..readers import read_vocabularies, vocabulary_specs
+    if mrconso is not None:
+        if vocabulary:
+            raise SapbertError("give either vocabulary files or --mrconso, not both")
+        concepts = umls_concepts(
+            mrconso,
+            mrsty=mrsty,
+            mrrel=mrrel,
+            languages=_split(languages),
+            sources=_split(sources),
+            exclude_sources=_split(exclude_sources) or (),
+            semantic_types=_split(semantic_types),
+            strict=strict,
+        )
+    else:
+        if not vocabulary:
+            raise SapbertError("give vocabulary files or --mrconso")
+        if mrsty or mrrel or semantic_types:
+            raise SapbertError("--mrsty, --mrrel and --semantic-types go with --mrconso")
+        from ..readers import read_vocabularies, vocabulary_specs
 
-            concepts = read_vocabularies(vocabulary_specs(vocabulary, format, mesh_trees), strict=strict)
-        count = write_synonyms(output, extract_synonyms(concepts, lowercase=lowercase))
-    except SapbertError as err:
-        _fail(err)
+        concepts = read_vocabularies(vocabulary_specs(vocabulary, format, mesh_trees), strict=strict)
+    count = write_synonyms(output, extract_synonyms(concepts, lowercase=lowercase))
     typer.echo(f"{count} concepts written to {output}", err=True)
 
 
@@ -101,35 +106,32 @@ def pairs_command(
     from .extract import read_synonyms
     from .pairs import finetune_pairs, save_pairs, write_pairs
 
-    try:
-        if corpus is not None:
-            if len(files) != 1:
-                raise SapbertError("with --corpus give only the OUTPUT pairs file")
-            if vocab is None:
-                raise SapbertError("--corpus needs --vocab (the vocabulary of its gold ids)")
-            from ..kb import KnowledgeBase
-            from ..readers import read_vocabulary
-            from ..readers.corpora import read_pubtator
+    if corpus is not None:
+        if len(files) != 1:
+            raise SapbertError("with --corpus give only the OUTPUT pairs file")
+        if vocab is None:
+            raise SapbertError("--corpus needs --vocab (the vocabulary of its gold ids)")
+        from ..kb import KnowledgeBase
+        from ..readers import read_vocabulary
+        from ..readers.corpora import read_pubtator
 
-            kb = KnowledgeBase(read_vocabulary(str(vocab), vocab_format, strict=strict))
-            stats: dict = {}
-            pairs = finetune_pairs(
-                read_pubtator(corpus, strict=strict), kb, labels=_split(labels), composites=composites,
-                lowercase=lowercase, stats=stats,
-            )
-            count = save_pairs(files[0], pairs)
-            typer.echo(
-                f"{count} pairs from {stats['used']} of {stats['mentions']} mentions written to {files[0]} "
-                f"(skipped: {stats['cuiless']} without concept, {stats['combination']} combinations, "
-                f"{stats['composite_skipped']} composites, {stats['unknown_id']} ids not in the vocabulary)",
-                err=True,
-            )
-            return
-        if len(files) != 2:
-            raise SapbertError("give the SYNONYMS file and the OUTPUT pairs file (or --corpus, --vocab and OUTPUT)")
-        count = write_pairs(files[1], read_synonyms(files[0], strict=strict), max_pairs=max_pairs or None, seed=seed)
-    except SapbertError as err:
-        _fail(err)
+        kb = KnowledgeBase(read_vocabulary(str(vocab), vocab_format, strict=strict))
+        stats: dict = {}
+        pairs = finetune_pairs(
+            read_pubtator(corpus, strict=strict), kb, labels=_split(labels), composites=composites,
+            lowercase=lowercase, stats=stats,
+        )
+        count = save_pairs(files[0], pairs)
+        typer.echo(
+            f"{count} pairs from {stats['used']} of {stats['mentions']} mentions written to {files[0]} "
+            f"(skipped: {stats['cuiless']} without concept, {stats['combination']} combinations, "
+            f"{stats['composite_skipped']} composites, {stats['unknown_id']} ids not in the vocabulary)",
+            err=True,
+        )
+        return
+    if len(files) != 2:
+        raise SapbertError("give the SYNONYMS file and the OUTPUT pairs file (or --corpus, --vocab and OUTPUT)")
+    count = write_pairs(files[1], read_synonyms(files[0], strict=strict), max_pairs=max_pairs or None, seed=seed)
     typer.echo(f"{count} pairs written to {files[-1]}", err=True)
 
 
@@ -160,6 +162,7 @@ def train_command(
     amp: bool = typer.Option(True, help="Mixed precision (CUDA only)."),
     progress: bool = typer.Option(True, help="Show a progress bar."),
     resume: bool = typer.Option(False, help="Continue from output/checkpoints/last."),
+    overwrite: bool = typer.Option(False, help="Start again in OUTPUT when it holds an earlier run (its files are replaced)."),
 ) -> None:
     """Self-alignment pretraining (SapBERT) of an encoder on a pairs file; writes output/model/.
 
@@ -176,10 +179,8 @@ def train_command(
         warmup_steps=warmup_steps, encode_chunk=encode_chunk, seed=seed, checkpoint_every=checkpoint_every, log_every=log_every,
         device=device, amp=amp, progress=progress,
     )
-    try:
-        model_dir = train(config, resume=resume)
-    except SapbertError as err:
-        _fail(err)
+    _claim_run_output(output, resume, overwrite)
+    model_dir = train(config, resume=resume)
     if int(os.environ.get("RANK", "0")) == 0:
         typer.echo(f"model written to {model_dir}", err=True)
 
@@ -205,6 +206,7 @@ def train_dhns_command(
     device: str = typer.Option("auto", help="auto (CUDA when present), cpu or cuda."),
     progress: bool = typer.Option(True, help="Show progress bars."),
     resume: bool = typer.Option(False, help="Continue after the last finished epoch (output/checkpoints/last)."),
+    overwrite: bool = typer.Option(False, help="Start again in OUTPUT when it holds an earlier run (its files are replaced)."),
 ) -> None:
     """Fine-tune an encoder on annotated mentions with InfoNCE and dynamic hard negatives (kNN-BioEL)."""
     from .dhns import DhnsConfig, train_dhns
@@ -216,10 +218,8 @@ def train_dhns_command(
         batch_size=batch_size, hard_negatives=hard_negatives, temperature=temperature, lr=lr,
         weight_decay=weight_decay, epochs=epochs, seed=seed, device=device, progress=progress,
     )
-    try:
-        model_dir = train_dhns(config, resume=resume)
-    except SapbertError as err:
-        _fail(err)
+    _claim_run_output(output, resume, overwrite)
+    model_dir = train_dhns(config, resume=resume)
     typer.echo(f"model written to {model_dir}", err=True)
 
 

@@ -30,6 +30,8 @@ from typing import Optional
 
 import torch
 
+from ..extras import require
+
 __all__ = ["MINER_DISTANCES", "make_loss", "make_miner", "sap_loss"]
 
 MINER_DISTANCES = ("euclidean", "cosine")
@@ -37,7 +39,8 @@ MINER_DISTANCES = ("euclidean", "cosine")
 
 def make_miner(margin: float = 0.2, type_of_triplets: str = "all", distance: str = "euclidean"):
     """pytorch-metric-learning ``TripletMarginMiner``: the triplets of a batch that violate the margin."""
-    from pytorch_metric_learning import distances, miners
+    distances = require("pytorch_metric_learning.distances")
+    miners = require("pytorch_metric_learning.miners")
 
     if distance == "euclidean":
         measure = distances.LpDistance(normalize_embeddings=True, p=2)
@@ -50,7 +53,7 @@ def make_miner(margin: float = 0.2, type_of_triplets: str = "all", distance: str
 
 def make_loss(alpha: float = 2.0, beta: float = 50.0, base: float = 0.5):
     """pytorch-metric-learning ``MultiSimilarityLoss`` (cosine similarity, mean over the batch)."""
-    from pytorch_metric_learning import losses
+    losses = require("pytorch_metric_learning.losses")
 
     return losses.MultiSimilarityLoss(alpha=alpha, beta=beta, base=base)
 

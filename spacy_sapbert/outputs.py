@@ -1,0 +1,162 @@
+"""Output folders: a command creates its outputs and never deletes what it did not create.
+
+An output folder is written complete into a temporary sibling (``.<name>.sapbert-tmp-*``) and then
+moved into place. An existing folder is only replaced when it is one this project writes (a spaCy
+pipeline with a ``sapbert_linker``, or a training run) and the caller asked for it (``overwrite``).
+The replacement swaps the two folders in one ``renameat2(RENAME_EXCHANGE)`` call where the system
+has it (Linux), so a kill at any moment leaves either the old or the new folder in place, complete.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Callable, Iterable, Optional, Set
+
+from .errors import SapbertError
+
+TMP_MARK = ".sapbert-tmp-"
+# What spaCy's Language.to_disk writes besides one folder per component.
+PIPELINE_FILES = {"config.cfg", "meta.json", "tokenizer", "vocab"}
+# What the trainers write into their output folder.
+RUN_FILES = {"model", "checkpoints", "train_log.jsonl", "loss.png", "train_config.json", "dhns_config.json"}
+
+
+class OutputExistsError(SapbertError):
+    """An output path holds something the command did not create, or replacing it was not asked for."""
+
+
+def pipeline_component_names(folder: Path) -> Optional[Set[str]]:
+    """The component names of a saved pipeline that has a sapbert_linker, or None for anything else."""
+    config_path = folder / "config.cfg"
+    if not config_path.is_file():
+        return None
+    from spacy.util import load_config
+
+    try:
+        config = load_config(config_path, interpolate=False)
+        components = config.get("components", {})
+        factories = {block.get("factory") for block in components.values() if isinstance(block, dict)}
+    except Exception:  # an unreadable config.cfg is not a pipeline we wrote
+        return None
+    return set(components) if "sapbert_linker" in factories else None
+
+
+def _unexpected(folder: Path, allowed: Iterable[str]) -> list:
+    allowed = set(allowed)
+    return sorted(entry.name for entry in folder.iterdir() if entry.name not in allowed)
+
+
+def _refuse_foreign(output: Path, what: str, allowed: Optional[Set[str]], hint: str) -> None:
+    """Raise unless `output` is absent, an empty folder, or a folder whose entries are all in `allowed`."""
+    if not output.exists():
+        return
+    if not output.is_dir():
+        raise OutputExistsError(f"the output {output} is a file, not a folder; choose another output path")
+    entries = [entry.name for entry in output.iterdir()]
+    if not entries:
+        return
+    if allowed is None:
+        raise OutputExistsError(
+            f"the output folder {output} exists and is not {what}; it was left untouched: choose a new or empty folder"
+        )
+    extra = _unexpected(output, allowed)
+    if extra:
+        shown = ", ".join(extra[:5]) + (", ..." if len(extra) > 5 else "")
+        raise OutputExistsError(
+            f"the output folder {output} holds files that {what} does not have ({shown}); "
+            "it was left untouched: choose a new or empty folder"
+        )
+    if hint:
+        raise OutputExistsError(f"the output folder {output} already holds {what}; {hint}")
+
+
+def check_pipeline_output(output: Path, overwrite: bool) -> None:
+    """Refuse an OUTPUT that is not absent, empty, or (with `overwrite`) a pipeline of this project."""
+    output = Path(output)
+    names = pipeline_component_names(output) if output.is_dir() else None
+    allowed = None if names is None else PIPELINE_FILES | names
+    _refuse_foreign(output, "a spacy-sapbert pipeline", allowed, "" if overwrite else "pass --overwrite to replace it")
+
+
+def check_run_output(output: Path, resume: bool, overwrite: bool) -> None:
+    """A trainer's output folder: absent, empty, or an earlier run (continued with --resume or replaced with --overwrite)."""
+    output = Path(output)
+    is_run = output.is_dir() and any((output / name).exists() for name in ("train_config.json", "dhns_config.json", "checkpoints"))
+    hint = "" if (resume or overwrite) else "pass --resume to continue it or --overwrite to start again"
+    _refuse_foreign(output, "a training run", RUN_FILES if is_run else None, hint)
+
+
+def clear_run(output: Path) -> None:
+    """Remove an earlier run's own entries (RUN_FILES) from `output`, checked by `check_run_output` to hold nothing else."""
+    for name in sorted(RUN_FILES):
+        path = Path(output) / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+
+
+def write_new_dir(output: Path, fill: Callable[[Path], None], *, replace: bool = False) -> None:
+    """Call `fill(tmp)` on a fresh temporary sibling of `output`, then move the finished folder into place.
+
+    `replace` allows an existing non-empty `output` (checked by the caller) to be swapped out; the
+    old folder is removed only after the new one is in place. On a failure while filling, the
+    partial temporary folder (this function's own) is removed; on a failure while moving, the
+    complete new folder is left where it is and the error names it.
+    """
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}{TMP_MARK}", dir=output.parent))
+    try:
+        fill(tmp)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    try:
+        _move_into_place(tmp, output, replace)
+    except OSError as err:
+        raise SapbertError(f"could not move the finished output {tmp} to {output}: {err}; it is complete at {tmp}") from err
+
+
+def _move_into_place(tmp: Path, output: Path, replace: bool) -> None:
+    if output.is_dir() and any(output.iterdir()):
+        if not replace:
+            raise OutputExistsError(f"the output folder {output} appeared while it was being written; the new one is at {tmp}")
+        if exchange_paths(tmp, output):
+            shutil.rmtree(tmp)  # now the old folder, checked by the caller to be ours
+            return
+        old = Path(tempfile.mkdtemp(prefix=f".{output.name}.sapbert-old-", dir=output.parent))
+        os.replace(output, old / output.name)
+        os.replace(tmp, output)
+        shutil.rmtree(old)
+        return
+    if output.is_dir():
+        output.rmdir()  # empty: nothing is lost (os.replace cannot replace a folder on every system)
+    os.replace(tmp, output)
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def exchange_paths(first: Path, second: Path) -> bool:
+    """Atomically swap two paths (Linux renameat2 RENAME_EXCHANGE); False where the system cannot."""
+    libc_name = ctypes.util.find_library("c")
+    if not libc_name:
+        return False
+    try:
+        renameat2 = ctypes.CDLL(libc_name, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    result = renameat2(_AT_FDCWD, os.fsencode(first), _AT_FDCWD, os.fsencode(second), _RENAME_EXCHANGE)
+    if result == 0:
+        return True
+    errno = ctypes.get_errno()
+    if errno in (22, 38, 95):  # EINVAL, ENOSYS, EOPNOTSUPP: the file system or kernel cannot exchange
+        return False
+    raise OSError(errno, os.strerror(errno), str(second))

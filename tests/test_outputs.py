@@ -1,0 +1,220 @@
+"""Outputs: a command never deletes what it did not create, and replacing its own output is atomic."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import spacy
+from typer.testing import CliRunner
+
+from spacy_sapbert.cli import app
+from spacy_sapbert.kb import Concept
+from spacy_sapbert.outputs import TMP_MARK, OutputExistsError, exchange_paths
+from spacy_sapbert.pipeline import build_pipeline, save_pipeline
+
+runner = CliRunner()
+
+VOCAB_A = "D1||Heart failure|cardiac failure\nD2||Liver cancer|hepatoma\n"
+VOCAB_B = "E1||Kidney disease|nephropathy\n"
+
+
+def _vocab(tmp_path, text=VOCAB_A, name="vocab.txt"):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf8")
+    return path
+
+
+def _build(args):
+    return runner.invoke(app, ["build-index", *map(str, args)])
+
+
+def _linked_ids(path):
+    return sorted(c.id for c in spacy.load(path).get_pipe("sapbert_linker").index.concepts)
+
+
+def _leftovers(folder):
+    return sorted(p.name for p in folder.iterdir() if TMP_MARK in p.name or ".sapbert-old-" in p.name)
+
+
+def test_build_index_refuses_a_folder_of_user_files_and_leaves_it_untouched(tmp_path, tiny_bert):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "notes.txt").write_text("mine", encoding="utf8")
+    result = _build([_vocab(tmp_path), data, "--model", tiny_bert, "--overwrite"])
+    assert result.exit_code == 1
+    [line] = [l for l in result.output.splitlines() if l.startswith("error:")]
+    assert str(data) in line and "left untouched" in line
+    assert sorted(p.name for p in data.iterdir()) == ["notes.txt"]
+    assert (data / "notes.txt").read_text(encoding="utf8") == "mine"
+
+
+def test_build_index_refuses_the_working_directory(tmp_path, tiny_bert, monkeypatch):
+    (tmp_path / "keep.txt").write_text("x", encoding="utf8")
+    vocab = _vocab(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    result = _build([vocab, ".", "--model", tiny_bert])
+    assert result.exit_code == 1 and "error: the output folder . exists" in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.txt", "vocab.txt"]
+
+
+def test_an_output_that_is_a_file_is_refused(tmp_path, tiny_bert):
+    target = tmp_path / "out"
+    target.write_text("a file", encoding="utf8")
+    result = _build([_vocab(tmp_path), target, "--model", tiny_bert, "--overwrite"])
+    assert result.exit_code == 1 and "is a file" in result.output
+    assert target.read_text(encoding="utf8") == "a file"
+
+
+def test_replacing_a_pipeline_takes_overwrite_and_swaps_it_atomically(tmp_path, tiny_bert):
+    out = tmp_path / "pipe"
+    assert _build([_vocab(tmp_path), out, "--model", tiny_bert]).exit_code == 0
+    assert _linked_ids(out) == ["D1", "D2"]
+    vocab_b = _vocab(tmp_path, VOCAB_B, "b.txt")
+    refused = _build([vocab_b, out, "--model", tiny_bert])
+    assert refused.exit_code == 1 and "--overwrite" in refused.output
+    assert _linked_ids(out) == ["D1", "D2"]
+    assert _build([vocab_b, out, "--model", tiny_bert, "--overwrite"]).exit_code == 0
+    assert _linked_ids(out) == ["E1"]
+    assert _leftovers(tmp_path) == []
+
+
+def test_a_pipeline_folder_holding_a_user_file_is_not_replaced(tmp_path, tiny_bert):
+    out = tmp_path / "pipe"
+    assert _build([_vocab(tmp_path), out, "--model", tiny_bert]).exit_code == 0
+    (out / "my-notes.md").write_text("keep me", encoding="utf8")
+    result = _build([_vocab(tmp_path, VOCAB_B, "b.txt"), out, "--model", tiny_bert, "--overwrite"])
+    assert result.exit_code == 1 and "my-notes.md" in result.output
+    assert (out / "my-notes.md").read_text(encoding="utf8") == "keep me"
+    assert _linked_ids(out) == ["D1", "D2"]
+
+
+def test_an_empty_folder_is_filled(tmp_path, tiny_bert):
+    out = tmp_path / "empty"
+    out.mkdir()
+    assert _build([_vocab(tmp_path), out, "--model", tiny_bert]).exit_code == 0
+    assert _linked_ids(out) == ["D1", "D2"]
+
+
+def test_add_memory_in_place_needs_overwrite(tmp_path, tiny_bert):
+    out = tmp_path / "pipe"
+    assert _build([_vocab(tmp_path), out, "--model", tiny_bert, "--label", "DISEASE"]).exit_code == 0
+    corpus = tmp_path / "train.txt"
+    corpus.write_text("7|t|Hepatoma.\n7|a|x\n7\t0\t8\tHepatoma\tDisease\tD2\n\n", encoding="utf8")
+    args = ["add-memory", str(out), str(corpus), "--output", str(out)]
+    assert runner.invoke(app, args).exit_code == 1
+    assert spacy.load(out).get_pipe("sapbert_linker").memory is None
+    assert runner.invoke(app, args + ["--overwrite"]).exit_code == 0
+    assert spacy.load(out).get_pipe("sapbert_linker").memory.texts == ["hepatoma"]
+
+
+@pytest.fixture
+def two_pipelines(tmp_path, tiny_bert):
+    """A saved pipeline over vocabulary A, and an unsaved one over vocabulary B."""
+    concepts_a = [Concept("D1", "Heart failure"), Concept("D2", "Liver cancer")]
+    save_pipeline(build_pipeline(concepts_a, tiny_bert, label=None), tmp_path / "pipe")
+    return tmp_path / "pipe", build_pipeline([Concept("E1", "Kidney disease")], tiny_bert, label=None)
+
+
+def test_save_pipeline_without_overwrite_refuses_its_own_pipeline(two_pipelines):
+    path, new = two_pipelines
+    with pytest.raises(OutputExistsError, match="--overwrite"):
+        save_pipeline(new, path)
+
+
+def test_a_failure_while_writing_keeps_the_old_pipeline_and_removes_the_partial_copy(two_pipelines, monkeypatch):
+    path, new = two_pipelines
+
+    def broken_to_disk(folder, **kwargs):
+        (folder / "config.cfg").write_text("half", encoding="utf8")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(new, "to_disk", broken_to_disk)
+    with pytest.raises(OSError, match="No space"):
+        save_pipeline(new, path, overwrite=True)
+    assert _linked_ids(path) == ["D1", "D2"]
+    assert _leftovers(path.parent) == []
+
+
+def test_exchange_paths_swaps_two_folders(tmp_path):
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir()
+    second.mkdir()
+    (first / "one").write_text("1", encoding="utf8")
+    (second / "two").write_text("2", encoding="utf8")
+    if not exchange_paths(first, second):
+        pytest.skip("this system has no atomic exchange of two paths")
+    assert [p.name for p in first.iterdir()] == ["two"] and [p.name for p in second.iterdir()] == ["one"]
+
+
+KILL_SCRIPT = textwrap.dedent(
+    """
+    import os, signal, sys
+    import spacy_sapbert.outputs as outputs
+    from spacy_sapbert.kb import Concept
+    from spacy_sapbert.pipeline import build_pipeline, save_pipeline
+
+    model, path, when = sys.argv[1:4]
+    nlp = build_pipeline([Concept("E1", "Kidney disease")], model, label=None)
+    kill = lambda: os.kill(os.getpid(), signal.SIGKILL)
+    if when == "while-writing":
+        real = nlp.to_disk
+        def to_disk(folder, **kwargs):
+            real(folder, **kwargs)
+            os.remove(os.path.join(folder, "config.cfg"))
+            kill()
+        nlp.to_disk = to_disk
+    else:
+        real_exchange = outputs.exchange_paths
+        def exchange(first, second):
+            swapped = real_exchange(first, second)
+            if when == "after-swap":
+                kill()
+            return swapped
+        if when == "before-swap":
+            outputs.exchange_paths = lambda first, second: kill()
+        else:
+            outputs.exchange_paths = exchange
+    save_pipeline(nlp, path, overwrite=True)
+    """
+)
+
+
+@pytest.mark.parametrize("when, expected", [("while-writing", ["D1", "D2"]), ("before-swap", ["D1", "D2"]), ("after-swap", ["E1"])])
+def test_a_kill_during_replacement_leaves_a_complete_loadable_pipeline(two_pipelines, tiny_bert, tmp_path, when, expected):
+    path, _ = two_pipelines
+    script = tmp_path / "kill.py"
+    script.write_text(KILL_SCRIPT, encoding="utf8")
+    done = subprocess.run([sys.executable, str(script), tiny_bert, str(path), when], capture_output=True, text=True)
+    assert done.returncode == -9, done.stderr[-2000:]
+    assert _linked_ids(path) == expected
+    if when != "after-swap":
+        # the unfinished (or finished but not yet swapped) new pipeline is in a marked temporary folder
+        assert len(_leftovers(path.parent)) == 1
+
+
+def _train(tmp_path, tiny_bert, output, *extra):
+    pairs = tmp_path / "pairs.txt"
+    pairs.write_text("D1||heart failure||cardiac failure\nD2||liver cancer||hepatoma\n", encoding="utf8")
+    args = ["train", str(pairs), "--model", tiny_bert, "--output", str(output), "--batch-size", "2", "--max-steps", "1", "--no-progress"]
+    return runner.invoke(app, args + list(extra))
+
+
+def test_train_refuses_a_foreign_folder_and_an_earlier_run_without_resume_or_overwrite(tmp_path, tiny_bert, one_thread):
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "model").mkdir()
+    (foreign / "model" / "weights.bin").write_text("not ours", encoding="utf8")
+    result = _train(tmp_path, tiny_bert, foreign)
+    assert result.exit_code == 1 and "not a training run" in result.output
+    assert (foreign / "model" / "weights.bin").read_text(encoding="utf8") == "not ours"
+
+    run = tmp_path / "run"
+    assert _train(tmp_path, tiny_bert, run).exit_code == 0
+    again = _train(tmp_path, tiny_bert, run)
+    assert again.exit_code == 1 and "--resume" in again.output and "--overwrite" in again.output
+    (run / "checkpoints" / "last").mkdir(parents=True, exist_ok=True)
+    (run / "checkpoints" / "last" / "marker").write_text("old", encoding="utf8")
+    assert _train(tmp_path, tiny_bert, run, "--overwrite").exit_code == 0
+    assert not (run / "checkpoints" / "last" / "marker").exists()  # the earlier run's checkpoint is not resumed later
+    assert (run / "model" / "config.json").is_file()
