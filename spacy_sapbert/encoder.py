@@ -1,7 +1,9 @@
 """Hugging Face encoder wrapper: turns names and mentions into vectors ([CLS] or mean pooling)."""
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import json
 import os
 from pathlib import Path
 from typing import List, Optional, Sequence, Union
@@ -39,9 +41,17 @@ def resolve_device(device: str) -> torch.device:
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
-        return torch.device(device)
+        chosen = torch.device(device)
     except RuntimeError as err:
         raise EncoderLoadError(f"device={device!r} is not a torch device; use 'auto', 'cpu' or 'cuda[:N]'") from err
+    if chosen.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if (chosen.index or 0) >= count:
+            raise EncoderLoadError(
+                f"device={device!r} asks for a GPU but torch sees {count} CUDA device(s) "
+                f"(torch {torch.__version__}); use device='auto' or 'cpu'"
+            )
+    return chosen
 
 
 def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, pooling: str) -> torch.Tensor:
@@ -115,6 +125,13 @@ class Encoder:
     def dim(self) -> int:
         return int(self.model.config.hidden_size)
 
+    @property
+    def fingerprint(self) -> str:
+        """A short hash of the weights and the tokenizer (see `encoder_fingerprint`), computed once."""
+        if getattr(self, "_fingerprint", None) is None:
+            self._fingerprint = encoder_fingerprint(self.model, self.tokenizer)
+        return self._fingerprint
+
     def encode(self, texts: Sequence[str], batch_size: Optional[int] = None, progress: bool = False) -> numpy.ndarray:
         """float32 array (len(texts), dim), rows in the order of `texts`."""
         batch_size = batch_size or self.batch_size
@@ -142,6 +159,41 @@ class Encoder:
         """Write weights, config and tokenizer as a Hugging Face folder."""
         self.model.save_pretrained(str(folder))
         self.tokenizer.save_pretrained(str(folder))
+
+
+# The text whose word pieces stand for the tokenizer's settings in a fingerprint: case, accents,
+# CJK characters, punctuation, digits, Greek, ligatures and a special token all show in its ids.
+TOKENIZER_PROBE = "Héllo WORLD, naïve café: X-ray 5mg/kg (TNF-α) 中文 Ελληνικά ß İstanbul ﬁx don't [CLS] ##ing"
+# Model config entries that change the vectors of the same weights.
+CONFIG_KEYS = ("model_type", "hidden_act", "layer_norm_eps", "position_embedding_type")
+
+
+def encoder_fingerprint(model, tokenizer) -> str:
+    """16 hex digits of SHA-256 over the model's state dict (sorted names, dtypes, shapes, bytes), the
+    config entries that change its outputs, and the tokenizer: its vocabulary, the word-piece ids of
+    TOKENIZER_PROBE (lowercasing, accent stripping, splitting) and its padding and truncation sides.
+
+    The same for the same model loaded twice or saved with save_pretrained and reloaded, on any
+    device; the file names, paths and library versions do not enter it.
+    """
+    digest = hashlib.sha256()
+
+    def add(label: str, value) -> None:
+        digest.update(f"{label}={json.dumps(value, sort_keys=True, ensure_ascii=True, default=str)}\n".encode("utf8"))
+
+    config = model.config
+    add("config", {key: getattr(config, key, None) for key in CONFIG_KEYS})
+    for name, tensor in sorted(model.state_dict().items()):
+        tensor = tensor.detach().to("cpu").contiguous()
+        add("tensor", [name, str(tensor.dtype), list(tensor.shape)])
+        if tensor.numel():
+            digest.update(memoryview(tensor.reshape(-1).view(torch.uint8).numpy()))
+    vocab = sorted(tokenizer.get_vocab().items(), key=lambda item: (item[1], item[0]))
+    add("vocab", len(vocab))
+    digest.update("\n".join(f"{token!r}\t{row}" for token, row in vocab).encode("utf8"))
+    add("probe", list(tokenizer(TOKENIZER_PROBE, add_special_tokens=True)["input_ids"]))
+    add("sides", [getattr(tokenizer, "padding_side", None), getattr(tokenizer, "truncation_side", None)])
+    return digest.hexdigest()[:16]
 
 
 def load_pretrained(name: str, local_files_only: bool = False):

@@ -28,7 +28,18 @@ from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, 
 import numpy
 
 from .abbreviations import expand_abbreviations, find_abbreviations
-from .index import Candidate, ConceptIndex, NameLinks, name_table
+from .extras import require
+from .index import (
+    FORMAT_VERSION,
+    META_FILE,
+    Candidate,
+    ConceptIndex,
+    NameLinks,
+    check_vector_settings,
+    encoder_settings,
+    name_table,
+    vocabulary_hash,
+)
 from .kb import Concept, KnowledgeBase
 from .memory import MemorySettings, MentionMemory
 from .preprocess import apply_spell_check, gold_ids, is_cuiless, normalize_text, split_composite
@@ -177,7 +188,7 @@ class TfidfRetriever:
     name = "tf-idf char 3-grams"
 
     def __init__(self, concepts: Sequence[Concept], chunk: int = 256):
-        from sklearn.feature_extraction.text import TfidfVectorizer
+        TfidfVectorizer = require("sklearn.feature_extraction.text").TfidfVectorizer
 
         self.concepts = list(concepts)
         names, pair_names, pair_concepts = name_table(self.concepts, lowercase=False)
@@ -221,7 +232,10 @@ class MemoryRetriever:
         self.name = name
         self.base = base
         self.settings = settings
-        self.memory = MentionMemory(base.encoder.dim)
+        self.memory = MentionMemory(
+            base.encoder.dim,
+            settings={**encoder_settings(base.encoder), "lowercase": base.index.lowercase, "normalize": base.index.normalize},
+        )
         self.memory.add(mentions, lambda texts: base.encoder.encode(texts, progress=len(texts) > 5000))
 
     def candidates(self, texts: Sequence[str], k: int, memory_k: int) -> Tuple[List[List[Candidate]], List[List[Candidate]]]:
@@ -272,16 +286,49 @@ def tune_memory(
     return sorted(rows, key=lambda row: (-row["acc@1"], -row["acc@5"], -row["mrr"]))
 
 
+# How build_encoder_index builds its indexes (the names come normalized by the Preprocessing).
+EVAL_INDEX = {"lowercase": True, "normalize": True, "index_type": "flat"}
+
+
 def build_encoder_index(
-    encoder, concepts: Sequence[Concept], cache_dir: Optional[Path] = None, cache_key: str = ""
+    encoder, concepts: Sequence[Concept], cache_dir: Optional[Path] = None, vocabulary: Optional[str] = None
 ) -> ConceptIndex:
-    """The strict concept index for an encoder, reused from `cache_dir` when the same one was built before."""
-    path = Path(cache_dir) / cache_key if cache_dir and cache_key else None
-    if path is not None and (path / "meta.json").exists():
-        return ConceptIndex.from_disk(path)
-    index = ConceptIndex.build(concepts, lambda names: encoder.encode(names, progress=True))
-    if path is not None:
+    """The strict concept index for an encoder, reused from `cache_dir` when the same one was built before.
+
+    The cache folder's name is `index_cache_key` of everything the vectors depend on: the encoder's
+    fingerprint (weights and tokenizer), pooling, max_length, the index settings and the content of
+    the concepts (so also every preprocessing step that changed their names). A cached index is
+    checked against them again when it is read. `vocabulary`: vocabulary_hash(KnowledgeBase(concepts))
+    when the caller has it already.
+    """
+    settings = {**encoder_settings(encoder), "lowercase": EVAL_INDEX["lowercase"], "normalize": EVAL_INDEX["normalize"]}
+
+    def build() -> ConceptIndex:
+        return ConceptIndex.build(
+            concepts, lambda names: encoder.encode(names, progress=True), encoder=settings, **EVAL_INDEX
+        )
+
+    if not cache_dir:
+        return build()
+    vocabulary = vocabulary or vocabulary_hash(KnowledgeBase(concepts))
+    path = Path(cache_dir) / index_cache_key(settings, vocabulary)
+    if not (path / META_FILE).exists():
+        index = build()
         index.to_disk(path)
+        return index
+    index = ConceptIndex.from_disk(path)
+    rebuild = f"delete {path} to encode it again"
+    check_vector_settings(
+        index.settings, settings, what=f"the cached index in {path}", rebuild=rebuild,
+        current_source="this run uses", encoder_source="this run's encoder has",
+    )
+    if index.vocabulary_hash != vocabulary or index.index_type != EVAL_INDEX["index_type"]:
+        from .errors import IndexFormatError
+
+        raise IndexFormatError(
+            f"the cached index in {path} was built from the vocabulary {index.vocabulary_hash!r} "
+            f"({index.index_type}) but this run's is {vocabulary!r} ({EVAL_INDEX['index_type']}); {rebuild}"
+        )
     return index
 
 
@@ -296,14 +343,11 @@ def index_cache(cache_dir: Optional[Path]) -> Iterator[Path]:
         yield Path(tmp)
 
 
-def index_cache_key(model: str, pooling: str, max_length: int, vocabularies: Sequence[Path], options: Mapping) -> str:
-    """A key that changes whenever the model files, the vocabulary files or the preprocessing change."""
-    stamp = []
-    for path in [Path(model), *map(Path, vocabularies)]:
-        files = sorted(path.rglob("*")) if path.is_dir() else [path]
-        stamp += [(str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns) for f in files if f.is_file()]
-    blob = json.dumps([model, pooling, max_length, stamp, dict(options)], sort_keys=True, default=str)
-    return hashlib.sha1(blob.encode("utf8")).hexdigest()[:16]
+def index_cache_key(settings: Mapping, vocabulary: str) -> str:
+    """The cache folder name of an index: a hash of its VECTOR_SETTINGS (encoder fingerprint, pooling,
+    max_length, lowercase, normalize), the index type, the vocabulary_hash and the index format."""
+    blob = json.dumps([FORMAT_VERSION, dict(settings), EVAL_INDEX, vocabulary], sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode("utf8")).hexdigest()[:16]
 
 
 # scoring ----------------------------------------------------------------------------------------
@@ -463,10 +507,8 @@ def markdown_table(report: Mapping) -> str:
 
 def plot_curves(report: Mapping, path: os.PathLike) -> None:
     """A PNG of acc@k against k, one line per system and protocol."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    require("matplotlib").use("Agg")
+    plt = require("matplotlib.pyplot")
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for system, by_protocol in report["results"].items():
@@ -572,7 +614,7 @@ def run_benchmark(
         memory_corpus, _, _ = read_corpus(path, guess_corpus_format(path), prep, labels)
         memory_mentions += [(text, concept_id) for concept_id, text in training_names(memory_corpus, kb)]
 
-    prep_key = {"lowercase": prep.lowercase, "punct": prep.remove_punctuation, "vocab": [(str(p), f, dict(o)) for p, f, o in vocabularies]}
+    vocabulary = vocabulary_hash(kb)  # of the normalized names: covers the files and the preprocessing
 
     encoders: Dict[Tuple[str, str], Encoder] = {}
 
@@ -583,8 +625,9 @@ def run_benchmark(
                 model_name, pooling=model_pooling, max_length=max_length, batch_size=batch_size, device=device
             )
         encoder = encoders[model_name, model_pooling]
-        key = index_cache_key(model_name, model_pooling, max_length, [p for p, _, _ in vocabularies], prep_key)
-        return lambda dictionary: EncoderRetriever(name, encoder, build_encoder_index(encoder, dictionary, cache, key))
+        return lambda dictionary: EncoderRetriever(
+            name, encoder, build_encoder_index(encoder, dictionary, cache, vocabulary if dictionary is concepts else None)
+        )
 
     def encoder_system(name: str, model_name: str, model_pooling: str) -> System:
         return System(name, encoder_retriever(name, model_name, model_pooling))

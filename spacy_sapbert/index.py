@@ -1,9 +1,10 @@
 """Concept index: distinct names encoded once, faiss inner-product search, concept-level top-k."""
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import faiss
 import numpy
@@ -14,12 +15,79 @@ from .io import atomic_write, atomic_write_bytes, atomic_write_text
 from .kb import Concept, KnowledgeBase
 
 INDEX_TYPES = ("flat", "hnsw")
-FORMAT_VERSION = 1
+# 2: meta.json records the encoder fingerprint, pooling, max_length and the vocabulary hash.
+FORMAT_VERSION = 2
 META_FILE, CONCEPTS_FILE, NAMES_FILE, VECTORS_FILE = "meta.json", "concepts.msgpack", "names.msgpack", "vectors.faiss"
 
 _SPACES = re.compile(r"\s+")
 
 Candidate = Tuple[str, float]
+
+
+# What decides the meaning of a set of name vectors besides the names, in the order they are checked:
+# the encoder (weights and tokenizer), its pooling and truncation, and the name normalization.
+VECTOR_SETTINGS = ("encoder_fingerprint", "pooling", "max_length", "lowercase", "normalize")
+ENCODER_SETTINGS = VECTOR_SETTINGS[:3]
+
+
+def encoder_settings(encoder) -> Dict[str, Any]:
+    """The encoder part of VECTOR_SETTINGS of an `Encoder`: its fingerprint, pooling and max_length."""
+    return {"encoder_fingerprint": encoder.fingerprint, "pooling": encoder.pooling, "max_length": encoder.max_length}
+
+
+def check_vector_settings(
+    recorded: Mapping[str, Any],
+    current: Mapping[str, Any],
+    *,
+    what: str,
+    rebuild: str,
+    current_source: str = "the config says",
+    encoder_source: str = "the loaded encoder has",
+) -> None:
+    """An IndexFormatError naming the first of VECTOR_SETTINGS whose recorded and current values differ.
+
+    `what` names the vectors and their file ("the index in pipe/sapbert_linker/index"), `rebuild`
+    the command that makes them again ("build-index").
+    """
+    for key in VECTOR_SETTINGS:
+        was, now = recorded.get(key), current.get(key)
+        if was == now:
+            continue
+        if key == "encoder_fingerprint":
+            raise IndexFormatError(
+                f"{what} was built with the encoder of fingerprint {was!r} but {encoder_source} fingerprint {now!r} "
+                f"(other weights or another tokenizer); rebuild it ({rebuild}) with this encoder"
+            )
+        raise IndexFormatError(
+            f"{what} was built with {key}={was!r} but {current_source} {key}={now!r}; rebuild it ({rebuild}) or set {key} back"
+        )
+
+
+def vocabulary_hash(concepts: Iterable[Concept], chunk: int = 10000) -> str:
+    """16 hex digits of SHA-256 over the concept records (ids, names, types, xrefs, alt ids) in order."""
+    digest = hashlib.sha256()
+    batch: List[dict] = []
+    for concept in concepts:
+        batch.append(concept.to_dict())
+        if len(batch) == chunk:
+            digest.update(srsly.msgpack_dumps(batch))
+            batch = []
+    digest.update(srsly.msgpack_dumps(batch))
+    return digest.hexdigest()[:16]
+
+
+def format_version_error(kind: str, source: str, version: Any, expected: int, rebuild: str) -> IndexFormatError:
+    """The error for saved vectors of another format version: older ones are rebuilt, newer ones need an upgrade."""
+    if isinstance(version, int) and version > expected:
+        return IndexFormatError(
+            f"the {kind} in {source} has format_version {version}, newer than this spacy-sapbert reads ({expected}); "
+            "upgrade spacy-sapbert"
+        )
+    return IndexFormatError(
+        f"the {kind} in {source} has format_version {version} but this spacy-sapbert reads {expected}: it was saved "
+        f"by an older version and does not record the encoder fingerprint, pooling and max_length its vectors were "
+        f"made with; rebuild it ({rebuild})"
+    )
 
 
 def normalize_name(text: str, lowercase: bool = True) -> str:
@@ -99,7 +167,11 @@ class ConceptIndex:
         lowercase: bool = True,
         normalize: bool = True,
         index_type: str = "flat",
+        encoder: Optional[Mapping[str, Any]] = None,
+        vocabulary: Optional[str] = None,
     ):
+        """`encoder`: the ENCODER_SETTINGS the vectors were made with (None: unknown, an `encode`
+        function); `vocabulary`: the vocabulary_hash of the concepts."""
         if vectors.ntotal != len(names):
             raise IndexFormatError(f"the faiss index holds {vectors.ntotal} vectors but there are {len(names)} names")
         self.concepts = concepts
@@ -108,6 +180,8 @@ class ConceptIndex:
         self.lowercase = lowercase
         self.normalize = normalize
         self.index_type = index_type
+        self.encoder_settings = {key: (encoder or {}).get(key) for key in ENCODER_SETTINGS}
+        self.vocabulary_hash = vocabulary
         self.kb = KnowledgeBase(concepts)
         self._rows = {concept.id: row for row, concept in enumerate(concepts)}
         self._set_pairs(pair_names, pair_concepts)
@@ -118,6 +192,11 @@ class ConceptIndex:
     @property
     def dim(self) -> int:
         return int(self.vectors.d)
+
+    @property
+    def settings(self) -> Dict[str, Any]:
+        """The VECTOR_SETTINGS the name vectors were made with."""
+        return {**self.encoder_settings, "lowercase": self.lowercase, "normalize": self.normalize}
 
     def __len__(self) -> int:
         return len(self.concepts)
@@ -131,8 +210,12 @@ class ConceptIndex:
         lowercase: bool = True,
         normalize: bool = True,
         index_type: str = "flat",
+        encoder: Optional[Mapping[str, Any]] = None,
     ) -> "ConceptIndex":
-        """Index `concepts`; `encode(list_of_str) -> float32 array` embeds the distinct names once."""
+        """Index `concepts`; `encode(list_of_str) -> float32 array` embeds the distinct names once.
+
+        `encoder`: the encoder_settings() of the encoder behind `encode`, recorded in the meta.
+        """
         concepts = list(KnowledgeBase(concepts))
         if not concepts:
             raise IndexFormatError("the vocabulary gave no concepts; check the vocabulary file and its format")
@@ -143,6 +226,7 @@ class ConceptIndex:
         return cls(
             concepts, names, pair_names, pair_concepts, faiss_index,
             lowercase=lowercase, normalize=normalize, index_type=index_type,
+            encoder=encoder, vocabulary=vocabulary_hash(concepts),
         )
 
     def concept(self, concept_id: str) -> Optional[Concept]:
@@ -212,6 +296,8 @@ class ConceptIndex:
             "lowercase": self.lowercase,
             "normalize": self.normalize,
             "index_type": self.index_type,
+            **self.encoder_settings,
+            "vocabulary_hash": self.vocabulary_hash,
         }
 
     def _tables(self) -> Tuple[bytes, bytes]:
@@ -242,8 +328,11 @@ class ConceptIndex:
         for path in files.values():
             if not path.exists():
                 raise IndexFormatError(f"the concept index file {path} is missing; rebuild the index (build-index)")
+        meta = read_table(files[META_FILE], srsly.read_json)
+        if meta.get("format_version") != FORMAT_VERSION:  # before reading the large files
+            raise format_version_error("index", str(folder), meta.get("format_version"), FORMAT_VERSION, "build-index")
         return cls._assemble(
-            read_table(files[META_FILE], srsly.read_json),
+            meta,
             read_table(files[CONCEPTS_FILE], srsly.read_msgpack),
             read_table(files[NAMES_FILE], srsly.read_msgpack),
             read_faiss_file(files[VECTORS_FILE]),
@@ -264,14 +353,12 @@ class ConceptIndex:
             names = srsly.msgpack_loads(msg["names"])
         except (ValueError, KeyError, TypeError, RuntimeError) as err:
             raise IndexFormatError(f"the serialized concept index is corrupt: {err}") from err
-        return cls._assemble(msg["meta"], concepts, names, vectors, source="bytes")
+        return cls._assemble(msg["meta"], concepts, names, vectors, source="the serialized data")
 
     @classmethod
     def _assemble(cls, meta: dict, concepts: list, names: dict, vectors: faiss.Index, source: str) -> "ConceptIndex":
         if meta.get("format_version") != FORMAT_VERSION:
-            raise IndexFormatError(
-                f"{source}: index format_version {meta.get('format_version')} is not {FORMAT_VERSION}; rebuild the index"
-            )
+            raise format_version_error("index", source, meta.get("format_version"), FORMAT_VERSION, "build-index")
         if vectors.d != meta["dim"] or vectors.ntotal != meta["n_names"]:
             raise IndexFormatError(
                 f"{source}: {VECTORS_FILE} has dimension {vectors.d} and {vectors.ntotal} vectors, but {META_FILE} "
@@ -286,6 +373,8 @@ class ConceptIndex:
             lowercase=meta["lowercase"],
             normalize=meta["normalize"],
             index_type=meta["index_type"],
+            encoder=meta,
+            vocabulary=meta.get("vocabulary_hash"),
         )
 
 

@@ -12,9 +12,9 @@ from spacy.tokens import Doc, Span
 from spacy.util import minibatch
 import spacy.util
 
-from .encoder import Encoder
+from .encoder import POOLINGS, Encoder, resolve_device
 from .errors import IndexFormatError, NotInitializedError, SapbertError
-from .index import Candidate, ConceptIndex, normalize_name
+from .index import INDEX_TYPES, Candidate, ConceptIndex, check_vector_settings, encoder_settings, normalize_name
 from .kb import Concept
 from .memory import MemorySettings, MentionMemory
 from .preprocess import gold_ids
@@ -136,7 +136,10 @@ class SapbertLinker:
         concept_temperature: float = 0.01,
         memory_temperature: float = 1.0,
     ):
-        check_settings(k=k, max_entities_per_mention=max_entities_per_mention, batch_size=batch_size)
+        check_config(
+            k=k, max_entities_per_mention=max_entities_per_mention, batch_size=batch_size, max_length=max_length,
+            pooling=pooling, index_type=index_type, threshold=threshold, normalize=normalize, device=device,
+        )
         self.vocab = vocab
         self.name = name
         self.model = model
@@ -194,6 +197,7 @@ class SapbertLinker:
             lowercase=self.lowercase,
             normalize=self.normalize,
             index_type=self.index_type,
+            encoder=encoder_settings(encoder),
         )
 
     def _require_encoder(self) -> Encoder:
@@ -244,14 +248,16 @@ class SapbertLinker:
             return []
         index = self._require_index()
         encoder = self._require_encoder()
-        distinct = sorted(set(texts))
+        distinct = sorted({text for text in texts if is_linkable(text)})
+        if not distinct:
+            return [[] for _ in texts]
         vectors = encoder.encode(distinct)
         ranked = index.search(vectors, self.k)
         if self.memory_active:
             neighbours = self.memory.search(vectors, self.memory_settings.memory_k)
             ranked = [self.memory_settings.mix(hits, votes) for hits, votes in zip(ranked, neighbours)]
         by_text = {text: self._filter(hits) for text, hits in zip(distinct, ranked)}
-        return [by_text[text] for text in texts]
+        return [by_text.get(text, []) for text in texts]
 
     @property
     def memory_active(self) -> bool:
@@ -310,7 +316,9 @@ class SapbertLinker:
             if concept is not None and key:
                 entries.append((key, concept.id))
         if self.memory is None:
-            self.memory = MentionMemory(encoder.dim)
+            self.memory = MentionMemory(encoder.dim, settings=self.vector_settings())
+        else:
+            self._check_vector_settings(self.memory, "mention memory")
         return self.memory.add(entries, encoder.encode)
 
     # look-ups -------------------------------------------------------------------------------------
@@ -349,6 +357,7 @@ class SapbertLinker:
         if MEMORY_DIR not in exclude:
             self.memory = MentionMemory.from_disk(path / MEMORY_DIR) if (path / MEMORY_DIR).exists() else None
         self._check_dimensions(str(path))
+        self._check_loaded_settings(str(path))
         return self
 
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
@@ -380,7 +389,50 @@ class SapbertLinker:
         if MEMORY_DIR not in exclude:
             self.memory = MentionMemory.from_bytes(msg[MEMORY_DIR]) if MEMORY_DIR in msg else None
         self._check_dimensions("bytes")
+        self._check_loaded_settings("bytes")
         return self
+
+    def vector_settings(self) -> Dict[str, Any]:
+        """The index.VECTOR_SETTINGS of the vectors this component makes now: the loaded encoder's
+        fingerprint (None without one), pooling, max_length, lowercase and normalize from the config."""
+        return {
+            "encoder_fingerprint": self.encoder.fingerprint if self.encoder is not None else None,
+            "pooling": self.encoder_options["pooling"],
+            "max_length": self.encoder_options["max_length"],
+            "lowercase": self.lowercase,
+            "normalize": self.normalize,
+        }
+
+    def _check_loaded_settings(self, source: str) -> None:
+        """IndexFormatError when the loaded index or memory was made with another encoder or config."""
+        encoder_dir = Path(source) / ENCODER_DIR
+        if self.encoder is not None and source != "bytes" and Path(self.encoder.name) == encoder_dir:
+            encoder_source = f"the encoder in {encoder_dir} has"
+        else:
+            encoder_source = "the loaded encoder has"
+        if self.index is not None and self.index.index_type != self.index_type:
+            where = Path(source) / INDEX_DIR if source != "bytes" else f"{INDEX_DIR} (from bytes)"
+            raise IndexFormatError(
+                f"{self.name}: the index in {where} was built with index_type={self.index.index_type!r} but the config "
+                f"says index_type={self.index_type!r}; rebuild it (build-index) or set index_type back"
+            )
+        for kind, part, folder in (("index", self.index, INDEX_DIR), ("mention memory", self.memory, MEMORY_DIR)):
+            if part is not None:
+                where = f" in {Path(source) / folder}" if source != "bytes" else f" in {folder} (from bytes)"
+                self._check_vector_settings(part, kind, where, encoder_source)
+
+    def _check_vector_settings(self, part, kind: str, where: str = "", encoder_source: str = "the loaded encoder has") -> None:
+        """Compare the settings recorded by `part` (a ConceptIndex or MentionMemory) with vector_settings()."""
+        current = self.vector_settings()
+        if self.encoder is None:  # no encoder loaded: only the config can be compared
+            current["encoder_fingerprint"] = part.settings.get("encoder_fingerprint")
+        check_vector_settings(
+            part.settings,
+            current,
+            what=f"{self.name}: the {kind}{where}",
+            rebuild="build-index" if kind == "index" else "add-memory",
+            encoder_source=encoder_source,
+        )
 
     def _check_dimensions(self, source: str) -> None:
         if self.encoder is None:
@@ -394,7 +446,36 @@ class SapbertLinker:
                 )
 
 
-def check_settings(**values: int) -> None:
-    for key, value in values.items():
+def is_linkable(text: str) -> bool:
+    """False for a query without any letter or digit (only whitespace or punctuation): it names nothing."""
+    return any(char.isalnum() for char in text)
+
+
+def check_config(
+    *,
+    k: int,
+    max_entities_per_mention: int,
+    batch_size: int,
+    max_length: int,
+    pooling: str,
+    index_type: str,
+    threshold: float,
+    normalize: bool,
+    device: str,
+) -> None:
+    """Refuse at `add_pipe` (not later, at `initialize`) the config values that can never work, naming the key."""
+    for key, value in (("k", k), ("max_entities_per_mention", max_entities_per_mention), ("batch_size", batch_size)):
         if value < 1:
             raise SapbertError(f"sapbert_linker config key `{key}` must be at least 1, got {value}")
+    if max_length < 2:
+        raise SapbertError(f"sapbert_linker config key `max_length` must leave room for [CLS] and [SEP] (at least 2), got {max_length}")
+    if pooling not in POOLINGS:
+        raise SapbertError(f"sapbert_linker config key `pooling` is {pooling!r}; choose one of {list(POOLINGS)}")
+    if index_type not in INDEX_TYPES:
+        raise SapbertError(f"sapbert_linker config key `index_type` is {index_type!r}; choose one of {list(INDEX_TYPES)}")
+    if normalize and threshold > 1.0:
+        raise SapbertError(
+            f"sapbert_linker config key `threshold` is {threshold}, above the highest possible score 1.0 "
+            "(cosine similarity, or a probability with the mention memory): nothing would ever be linked"
+        )
+    resolve_device(device)

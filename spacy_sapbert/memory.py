@@ -21,17 +21,18 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Dict, Iterable, List, Mapping, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import faiss
 import numpy
 import srsly
 
 from .errors import IndexFormatError, SapbertError
-from .index import Candidate, float32_rows, read_faiss_file, read_table
+from .index import VECTOR_SETTINGS, Candidate, float32_rows, format_version_error, read_faiss_file, read_table
 from .io import atomic_write, atomic_write_bytes, atomic_write_text
 
-FORMAT_VERSION = 1
+# 2: meta.json records the encoder fingerprint, pooling, max_length, lowercase and normalize.
+FORMAT_VERSION = 2
 META_FILE, ENTRIES_FILE, VECTORS_FILE = "meta.json", "entries.msgpack", "vectors.faiss"
 
 Encode = Callable[[List[str]], numpy.ndarray]
@@ -118,9 +119,21 @@ class MemorySettings:
 
 
 class MentionMemory:
-    """Distinct (mention string, concept id) entries and their unit vectors in a flat faiss index."""
+    """Distinct (mention string, concept id) entries and their unit vectors in a flat faiss index.
 
-    def __init__(self, dim: int, texts: Sequence[str] = (), ids: Sequence[str] = (), vectors: faiss.Index = None):
+    `settings`: the index.VECTOR_SETTINGS (encoder fingerprint, pooling, max_length, lowercase,
+    normalize) under which the entries were normalized and encoded; saved with the memory so that a
+    pipeline whose encoder or config changed refuses it. None: unknown.
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        texts: Sequence[str] = (),
+        ids: Sequence[str] = (),
+        vectors: faiss.Index = None,
+        settings: Optional[Mapping[str, Any]] = None,
+    ):
         self.vectors = vectors if vectors is not None else faiss.IndexFlatIP(dim)
         if self.vectors.d != dim or self.vectors.ntotal != len(texts) or len(texts) != len(ids):
             raise IndexFormatError(
@@ -129,6 +142,7 @@ class MentionMemory:
             )
         self.texts = list(texts)
         self.ids = list(ids)
+        self.settings: Dict[str, Any] = {key: (settings or {}).get(key) for key in VECTOR_SETTINGS}
         self._keys = set(zip(self.texts, self.ids))
 
     @property
@@ -174,7 +188,7 @@ class MentionMemory:
     # serialization -----------------------------------------------------------------------------
 
     def _meta(self) -> dict:
-        return {"format_version": FORMAT_VERSION, "dim": self.dim, "n_entries": len(self)}
+        return {"format_version": FORMAT_VERSION, "dim": self.dim, "n_entries": len(self), **self.settings}
 
     def to_disk(self, folder: Union[str, Path]) -> None:
         """Write meta.json, entries.msgpack and vectors.faiss, each atomically."""
@@ -210,18 +224,16 @@ class MentionMemory:
             meta = msg["meta"]
         except (ValueError, KeyError, TypeError, RuntimeError) as err:
             raise IndexFormatError(f"the serialized mention memory is corrupt: {err}") from err
-        return cls._assemble(meta, entries, vectors, source="bytes")
+        return cls._assemble(meta, entries, vectors, source="the serialized data")
 
     @classmethod
     def _assemble(cls, meta: dict, entries: dict, vectors: faiss.Index, source: str) -> "MentionMemory":
         if meta.get("format_version") != FORMAT_VERSION:
-            raise IndexFormatError(
-                f"{source}: mention memory format_version {meta.get('format_version')} is not {FORMAT_VERSION}; rebuild it"
-            )
+            raise format_version_error("mention memory", source, meta.get("format_version"), FORMAT_VERSION, "add-memory")
         if vectors.d != meta["dim"] or vectors.ntotal != meta["n_entries"] or len(entries["texts"]) != meta["n_entries"]:
             raise IndexFormatError(
                 f"{source}: the mention memory's {VECTORS_FILE} has dimension {vectors.d} and {vectors.ntotal} vectors, "
                 f"{ENTRIES_FILE} {len(entries['texts'])} entries, but {META_FILE} says dimension {meta['dim']} and "
                 f"{meta['n_entries']} entries; the files come from different builds"
             )
-        return cls(meta["dim"], entries["texts"], entries["ids"], vectors)
+        return cls(meta["dim"], entries["texts"], entries["ids"], vectors, settings=meta)
