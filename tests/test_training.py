@@ -428,12 +428,9 @@ def test_torchrun_two_cpu_processes(tmp_path, tiny_bert, toy_pairs):
 
 @pytest.fixture
 def cli_app():
-    import typer
+    """The package's CLI, which turns a command's error into one line."""
+    from spacy_sapbert.cli import app
 
-    from spacy_sapbert.training.commands import register
-
-    app = typer.Typer()
-    register(app)
     return app
 
 

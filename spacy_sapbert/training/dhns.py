@@ -36,6 +36,7 @@ import torch.nn.functional as F
 
 from ..encoder import POOLINGS, embed_texts, load_pretrained, resolve_device
 from ..errors import SapbertError
+from ..extras import require
 from ..index import NameLinks, name_table
 from ..io import atomic_write_text
 from ..kb import Concept
@@ -249,6 +250,7 @@ def train_dhns(config: DhnsConfig, resume: bool = False) -> Path:
     from tqdm import tqdm
 
     config.validate()
+    require("matplotlib")  # the loss plot is drawn at the end: fail before training, not after
     output = Path(config.output)
     log_path = output / LOG_FILE
     device = resolve_device(config.device)

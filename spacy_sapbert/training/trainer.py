@@ -59,6 +59,7 @@ import torch
 
 from ..encoder import POOLINGS, embed_texts, load_pretrained, resolve_device
 from ..errors import SapbertError
+from ..extras import require
 from ..io import atomic_write_text
 from .checkpoints import (
     STATE_FILE, append_log, find_checkpoint, plot_loss, require_at_least_one, restart_log, rng_state, save_model,
@@ -259,6 +260,8 @@ def train(config: TrainConfig, resume: bool = False) -> Path:
     EncoderLoadError when the model cannot be loaded.
     """
     config.validate()
+    for module in ("pytorch_metric_learning", "matplotlib"):  # before hours of training, not after
+        require(module)
     dist_ctx = _Dist()
     deterministic = torch.are_deterministic_algorithms_enabled()
     deterministic_warn = torch.is_deterministic_algorithms_warn_only_enabled()
