@@ -185,3 +185,13 @@ def test_bad_config_values_name_the_key(tiny_bert):
     nlp = spacy.blank("en")
     with pytest.raises(SapbertError, match="max_entities_per_mention"):
         nlp.add_pipe("sapbert_linker", config={"model": tiny_bert, "max_entities_per_mention": 0})
+
+
+def test_punctuation_only_spans_are_not_linked(linker_nlp, monkeypatch):
+    encoded = []
+    linker = linker_nlp.get_pipe("sapbert_linker")
+    real_encode = linker.encoder.encode
+    monkeypatch.setattr(linker.encoder, "encode", lambda texts, **kw: encoded.extend(texts) or real_encode(texts, **kw))
+    doc = link(linker_nlp, "nephropathy ( -- ) here", ["nephropathy", "(", "--"])
+    assert [(e.text, e.kb_id_, e._.kb_ents) for e in doc.ents[1:]] == [("(", "", []), ("--", "", [])]
+    assert doc.ents[0].kb_id_ == "D003" and encoded == ["nephropathy"]
