@@ -40,6 +40,7 @@ setup(
         "spacy_misc": [
             "spacy-sapbert.Vocabulary.v1 = spacy_sapbert.registry:vocabulary_v1",
             "spacy-sapbert.HPO.v1 = spacy_sapbert.registry:hpo_v1",
+            "spacy-sapbert.Normalizer.v1 = spacy_sapbert.normalizer:normalizer_v1",
         ],
         "console_scripts": ["spacy-sapbert = spacy_sapbert.cli:app"],
     },

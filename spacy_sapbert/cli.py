@@ -108,6 +108,8 @@ def build_index_command(
     mrsty: Optional[Path] = typer.Option(None, help="MRSTY.RRF for semantic types (UMLS only)."),
     k: int = typer.Option(10, help="Concepts retrieved per mention."),
     threshold: float = typer.Option(0.0, help="Minimum score of a linked concept."),
+    remove_punctuation: bool = typer.Option(False, "--remove-punctuation/--keep-punctuation", help="Punctuation to spaces in names and mentions (the evaluation protocol's default; SapBERT keeps it)."),
+    spell_check: Optional[Path] = typer.Option(None, help="misspelling||correction file applied to names and mentions, saved with the index."),
     overwrite: bool = typer.Option(False, help=OVERWRITE_HELP),
 ) -> None:
     """Encode a vocabulary into a saved pipeline: dictionary matcher (optional) + sapbert_linker."""
@@ -128,9 +130,12 @@ def build_index_command(
         "device": device,
         "k": k,
         "threshold": threshold,
+        "remove_punctuation": remove_punctuation,
         "vocabulary": {"@misc": "spacy-sapbert.Vocabulary.v1", "path": str(vocabulary.resolve()), "format": format, "strict": strict, "options": options},
     }
-    nlp = build_pipeline(concepts, model, lang=lang, label=label or None, linker_config=linker_config, progress=True)
+    nlp = build_pipeline(
+        concepts, model, lang=lang, label=label or None, linker_config=linker_config, spell_check=spell_check, progress=True
+    )
     save_pipeline(nlp, output, overwrite=overwrite)
     typer.echo(f"pipeline with {len(nlp.get_pipe('sapbert_linker').index.names)} indexed names written to {output}", err=True)
 
@@ -277,7 +282,7 @@ def evaluate_command(
     protocol: List[str] = typer.Option(["strict", "biosyn"], help="strict (vocabulary names only) and/or biosyn (plus --train mentions)."),
     baselines: bool = typer.Option(False, help="Also run exact match, TF-IDF character 3-grams and the untuned encoder."),
     baseline_model: Optional[str] = typer.Option(None, help="The untuned encoder of --baselines. Default: the offline all-MiniLM-L6-v2."),
-    spell_check: Optional[Path] = typer.Option(None, help="misspelling||correction file applied to queries (BioSyn's NCBI list)."),
+    spell_check: Optional[Path] = typer.Option(None, help="misspelling||correction file applied to queries and names (BioSyn's NCBI list)."),
     abbreviations: bool = typer.Option(True, help="Resolve abbreviations defined in the document (Schwartz-Hearst)."),
     remove_punctuation: bool = typer.Option(True, help="Replace punctuation by spaces in queries and names (BioSyn)."),
     cache_dir: Optional[Path] = typer.Option(None, help="Reuse encoded dictionaries between runs. Default: ~/.cache/spacy-sapbert/eval-index."),

@@ -1,7 +1,10 @@
 """Benchmark evaluation with the BioSyn/SapBERT protocol, and the baselines it is compared with.
 
-Queries are preprocessed as BioSyn did (abbreviations resolved from the document, NCBI spell-check
-list, lowercase, punctuation to spaces); dictionary names get the same normalization. A composite
+Queries are preprocessed as BioSyn did (abbreviations resolved from the document, then the
+`Normalizer`: lowercase, punctuation to spaces, NCBI spell-check list); dictionary names get the same
+normalization. The encoder systems are scored through the `sapbert_linker` component's own search
+(`LinkerRetriever`), with the normalizer saved in its index, so every figure is that of a pipeline
+built with the same settings (`build-index --remove-punctuation --spell-check ...`). A composite
 mention (`A|B` gold) is split into parts and is a hit at k only when every part is; as in BioSyn's
 scorer, a part is right when its prediction shares an id with the mention's gold set. A predicted
 concept hits when any of its ids (primary or alternative, e.g. MEDIC AltDiseaseIDs) is in the gold
@@ -41,8 +44,9 @@ from .index import (
     vocabulary_hash,
 )
 from .kb import Concept, KnowledgeBase
-from .memory import MemorySettings, MentionMemory
-from .preprocess import apply_spell_check, gold_ids, is_cuiless, normalize_text, split_composite
+from .memory import MemorySettings
+from .normalizer import Normalizer
+from .preprocess import gold_ids, is_cuiless, split_composite
 from .readers.corpora import Document, Query
 
 KS = tuple(range(1, 11))
@@ -51,7 +55,8 @@ PROTOCOLS = ("strict", "biosyn")
 
 @dataclass
 class EvalMention:
-    """One scored mention: its query strings (one, or one per composite part) and gold id set."""
+    """One scored mention: its query strings as written (one, or one per composite part, abbreviations
+    resolved), normalized later by the system that searches them, and its gold id set."""
 
     text: str
     gold: str
@@ -65,17 +70,16 @@ class EvalMention:
 
 @dataclass
 class Preprocessing:
-    """The query/name normalization of the protocol; each step can be switched off."""
+    """The protocol's query handling: abbreviation resolution, then the `Normalizer` of names and queries."""
 
     lowercase: bool = True
     remove_punctuation: bool = True
     abbreviations: bool = True
     spell_check: Mapping[str, str] = field(default_factory=dict)
 
-    def text(self, text: str) -> str:
-        if self.spell_check:
-            text = apply_spell_check(text, self.spell_check)
-        return normalize_text(text, lowercase=self.lowercase, remove_punctuation=self.remove_punctuation)
+    @property
+    def normalizer(self) -> Normalizer:
+        return Normalizer(self.lowercase, self.remove_punctuation).with_spell_check(self.spell_check)
 
 
 # queries ----------------------------------------------------------------------------------------
@@ -109,7 +113,7 @@ def mentions_from_documents(
             parts = mention_parts(mention.text, mention.gold, mention.parts)
             if abbreviations:
                 parts = [expand_abbreviations(document.text, part, abbreviations) for part in parts]
-            mentions.append(EvalMention(mention.text, mention.gold, [prep.text(p) for p in parts], document.id))
+            mentions.append(EvalMention(mention.text, mention.gold, parts, document.id))
     return mentions, cuiless
 
 
@@ -122,18 +126,18 @@ def mentions_from_queries(queries: Iterable[Query], prep: Preprocessing) -> Tupl
             cuiless += 1
             continue
         parts = mention_parts(query.mention, query.gold)
-        mentions.append(EvalMention(query.mention, query.gold, [prep.text(p) for p in parts], query.doc_id))
+        mentions.append(EvalMention(query.mention, query.gold, parts, query.doc_id))
     return mentions, cuiless
 
 
 # dictionaries -----------------------------------------------------------------------------------
 
 
-def normalized_concepts(concepts: Iterable[Concept], prep: Preprocessing) -> List[Concept]:
-    """Concepts whose names went through the same normalization as the queries."""
+def normalized_concepts(concepts: Iterable[Concept], normalizer: Normalizer) -> List[Concept]:
+    """Concepts whose names went through the normalizer (for the string baselines and DHNS)."""
     out = []
     for concept in concepts:
-        names = [n for n in (prep.text(name) for name in concept.names) if n]
+        names = [n for n in (normalizer(name) for name in concept.names) if n]
         if names:
             out.append(Concept(concept.id, names[0], names[1:], concept.types, concept.xrefs, concept.alt_ids))
     return out
@@ -191,7 +195,7 @@ class TfidfRetriever:
         TfidfVectorizer = require("sklearn.feature_extraction.text").TfidfVectorizer
 
         self.concepts = list(concepts)
-        names, pair_names, pair_concepts = name_table(self.concepts, lowercase=False)
+        names, pair_names, pair_concepts = name_table(self.concepts, Normalizer(lowercase=False))
         self.links = NameLinks(pair_names, pair_concepts, len(names))
         self.vectorizer = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 3), dtype=numpy.float32)
         self.matrix = self.vectorizer.fit_transform(names).T.tocsr()
@@ -210,45 +214,71 @@ class TfidfRetriever:
         return out
 
 
-class EncoderRetriever:
-    """The linker's retrieval: encoder + faiss concept index."""
+class NormalizedBaseline:
+    """A string baseline over normalized names and queries (the linker normalizes inside itself)."""
 
-    def __init__(self, name: str, encoder, index: ConceptIndex):
-        self.name = name
-        self.encoder = encoder
-        self.index = index
-
-    def rank(self, texts: Sequence[str], k: int) -> List[List[Candidate]]:
-        return self.index.search(self.encoder.encode(list(texts), progress=len(texts) > 5000), k)
-
-    def add_names(self, extra: Iterable[Tuple[str, str]]) -> None:
-        self.index.add_names(extra, lambda names: self.encoder.encode(names, progress=True))
-
-
-class MemoryRetriever:
-    """kNN-BioEL: an encoder retriever whose concept scores are mixed with a mention memory's votes."""
-
-    def __init__(self, name: str, base: EncoderRetriever, mentions: Sequence[Tuple[str, str]], settings: MemorySettings):
-        self.name = name
-        self.base = base
-        self.settings = settings
-        self.memory = MentionMemory(
-            base.encoder.dim,
-            settings={**encoder_settings(base.encoder), "lowercase": base.index.lowercase, "normalize": base.index.normalize},
-        )
-        self.memory.add(mentions, lambda texts: base.encoder.encode(texts, progress=len(texts) > 5000))
-
-    def candidates(self, texts: Sequence[str], k: int, memory_k: int) -> Tuple[List[List[Candidate]], List[List[Candidate]]]:
-        """The concept index's top-k and the memory's top-memory_k of each text, from one encoding."""
-        vectors = self.base.encoder.encode(list(texts), progress=len(texts) > 5000)
-        return self.base.index.search(vectors, k), self.memory.search(vectors, memory_k)
+    def __init__(self, make: Callable[[Sequence[Concept]], object], normalizer: Normalizer, concepts: Sequence[Concept]):
+        self.retriever = make(normalized_concepts(concepts, normalizer))
+        self.normalizer = normalizer
 
     def rank(self, texts: Sequence[str], k: int) -> List[List[Candidate]]:
-        concepts, votes = self.candidates(texts, k, self.settings.memory_k)
-        return [self.settings.mix(hits, near)[:k] for hits, near in zip(concepts, votes)]
+        return self.retriever.rank([self.normalizer(text) for text in texts], k)
+
+
+def evaluation_linker(encoder, index: ConceptIndex, memory_settings: Optional[MemorySettings] = None):
+    """The shipped `sapbert_linker` component over `encoder` and `index`, set up for scoring: it
+    normalizes with the index's normalizer and returns max(KS) candidates per query, without threshold."""
+    from spacy.vocab import Vocab
+
+    from .linker import SapbertLinker
+
+    linker = SapbertLinker(
+        Vocab(),
+        model=encoder.name,
+        pooling=encoder.pooling,
+        max_length=encoder.max_length,
+        batch_size=encoder.batch_size,
+        device=str(encoder.device),
+        k=max(KS),
+        max_entities_per_mention=max(KS),
+        threshold=float("-inf"),
+        lowercase=index.normalizer.lowercase,
+        remove_punctuation=index.normalizer.remove_punctuation,
+        normalize=index.normalize,
+        index_type=index.index_type,
+        use_long_form=False,  # the evaluation resolves abbreviations from the document itself
+        **(memory_settings or MemorySettings()).to_dict(),
+    )
+    linker.encoder = encoder
+    linker.index = index
+    linker.normalizer = index.normalizer
+    return linker
+
+
+class LinkerRetriever:
+    """An encoder system scored through the component's own search (`SapbertLinker.search_texts`);
+    with `memory` (annotated (text, concept id) pairs) its mention memory is filled (kNN-BioEL)."""
+
+    def __init__(
+        self,
+        name: str,
+        encoder,
+        index: ConceptIndex,
+        memory: Sequence[Tuple[str, str]] = (),
+        settings: Optional[MemorySettings] = None,
+    ):
+        self.name = name
+        self.linker = evaluation_linker(encoder, index, settings)
+        if memory:
+            self.linker.add_mentions(memory)
+
+    def rank(self, texts: Sequence[str], k: int) -> List[List[Candidate]]:
+        return [hits[:k] for hits in self.linker.search_texts(texts)]
 
     def add_names(self, extra: Iterable[Tuple[str, str]]) -> None:
-        self.base.add_names(extra)
+        """The biosyn protocol's extra names, added to the index (only the new names are encoded)."""
+        encoder = self.linker.encoder
+        self.linker.index.add_names(extra, lambda names: encoder.encode(names, progress=True))
 
 
 MEMORY_GRID: Dict[str, Sequence[float]] = {
@@ -260,7 +290,7 @@ MEMORY_GRID: Dict[str, Sequence[float]] = {
 
 
 def tune_memory(
-    retriever: MemoryRetriever,
+    retriever: LinkerRetriever,
     mentions: Sequence[EvalMention],
     kb: KnowledgeBase,
     grid: Mapping[str, Sequence[float]] = MEMORY_GRID,
@@ -273,39 +303,49 @@ def tune_memory(
     """
     import itertools
 
-    distinct = sorted({q for m in mentions for q in m.queries})
-    concepts, votes = retriever.candidates(distinct, k, max(grid["memory_k"]))
+    linker = retriever.linker
+    if not linker.memory_active:
+        from .errors import SapbertError
+
+        raise SapbertError("tune_memory needs a linker whose mention memory has entries")
+    normalized = {q: linker.normalizer(q) for m in mentions for q in m.queries}
+    distinct = sorted(set(normalized.values()))
+    concepts, votes = linker.retrieve(distinct, max(grid["memory_k"]))
     keys = list(grid)
     rows = []
     for values in itertools.product(*(grid[key] for key in keys)):
         settings = MemorySettings(**dict(zip(keys, values)))
         ranked = {q: settings.mix(hits, near)[:k] for q, hits, near in zip(distinct, concepts, votes)}
-        ranks = [mention_rank([gold_rank(ranked[q], m.gold_set, kb) for q in m.queries]) for m in mentions]
+        ranks = [mention_rank([gold_rank(ranked[normalized[q]], m.gold_set, kb) for q in m.queries]) for m in mentions]
         metrics = metrics_from_ranks(ranks)
         rows.append({**settings.to_dict(), "acc@1": metrics["acc@1"], "acc@5": metrics["acc@5"], "mrr": metrics["mrr"]})
     return sorted(rows, key=lambda row: (-row["acc@1"], -row["acc@5"], -row["mrr"]))
 
 
-# How build_encoder_index builds its indexes (the names come normalized by the Preprocessing).
-EVAL_INDEX = {"lowercase": True, "normalize": True, "index_type": "flat"}
+# How build_encoder_index builds its indexes (the names are normalized by the index's Normalizer).
+EVAL_INDEX = {"normalize": True, "index_type": "flat"}
 
 
 def build_encoder_index(
-    encoder, concepts: Sequence[Concept], cache_dir: Optional[Path] = None, vocabulary: Optional[str] = None
+    encoder,
+    concepts: Sequence[Concept],
+    cache_dir: Optional[Path] = None,
+    vocabulary: Optional[str] = None,
+    normalizer: Normalizer = Normalizer(),
 ) -> ConceptIndex:
     """The strict concept index for an encoder, reused from `cache_dir` when the same one was built before.
 
     The cache folder's name is `index_cache_key` of everything the vectors depend on: the encoder's
     fingerprint (weights and tokenizer), pooling, max_length, the index settings and the content of
-    the concepts (so also every preprocessing step that changed their names). A cached index is
+    the concepts and the normalizer (lowercase, punctuation, spelling corrections). A cached index is
     checked against them again when it is read. `vocabulary`: vocabulary_hash(KnowledgeBase(concepts))
     when the caller has it already.
     """
-    settings = {**encoder_settings(encoder), "lowercase": EVAL_INDEX["lowercase"], "normalize": EVAL_INDEX["normalize"]}
+    settings = {**encoder_settings(encoder), **normalizer.settings(), "normalize": EVAL_INDEX["normalize"]}
 
     def build() -> ConceptIndex:
         return ConceptIndex.build(
-            concepts, lambda names: encoder.encode(names, progress=True), encoder=settings, **EVAL_INDEX
+            concepts, lambda names: encoder.encode(names, progress=True), encoder=settings, normalizer=normalizer, **EVAL_INDEX
         )
 
     if not cache_dir:
@@ -345,7 +385,7 @@ def index_cache(cache_dir: Optional[Path]) -> Iterator[Path]:
 
 def index_cache_key(settings: Mapping, vocabulary: str) -> str:
     """The cache folder name of an index: a hash of its VECTOR_SETTINGS (encoder fingerprint, pooling,
-    max_length, lowercase, normalize), the index type, the vocabulary_hash and the index format."""
+    max_length, the normalizer's settings, normalize), the index type, the vocabulary_hash and the index format."""
     blob = json.dumps([FORMAT_VERSION, dict(settings), EVAL_INDEX, vocabulary], sort_keys=True, default=str)
     return hashlib.sha256(blob.encode("utf8")).hexdigest()[:16]
 
@@ -600,9 +640,10 @@ def run_benchmark(
     from .readers import read_vocabularies
 
     prep = prep or Preprocessing()
+    normalizer = prep.normalizer
     corpus_format = guess_corpus_format(corpus) if corpus_format == "auto" else corpus_format
-    concepts = normalized_concepts(read_vocabularies(vocabularies), prep)
-    kb = KnowledgeBase(concepts)
+    kb = KnowledgeBase(read_vocabularies(vocabularies))
+    concepts = list(kb)
     mentions, cuiless, _ = read_corpus(corpus, corpus_format, prep, labels)
     extra: List[Tuple[str, str]] = []
     for path in train:
@@ -614,28 +655,35 @@ def run_benchmark(
         memory_corpus, _, _ = read_corpus(path, guess_corpus_format(path), prep, labels)
         memory_mentions += [(text, concept_id) for concept_id, text in training_names(memory_corpus, kb)]
 
-    vocabulary = vocabulary_hash(kb)  # of the normalized names: covers the files and the preprocessing
+    vocabulary = vocabulary_hash(kb)  # of the concepts as read; the normalizer is part of the cache key
 
     encoders: Dict[Tuple[str, str], Encoder] = {}
 
-    def encoder_retriever(name: str, model_name: str, model_pooling: str):
-        """A function dictionary -> EncoderRetriever; each model is loaded once."""
+    def encoder_retriever(name: str, model_name: str, model_pooling: str, memory_mentions=(), settings=None):
+        """A function dictionary -> LinkerRetriever; each model is loaded once."""
         if (model_name, model_pooling) not in encoders:
             encoders[model_name, model_pooling] = Encoder(
                 model_name, pooling=model_pooling, max_length=max_length, batch_size=batch_size, device=device
             )
         encoder = encoders[model_name, model_pooling]
-        return lambda dictionary: EncoderRetriever(
-            name, encoder, build_encoder_index(encoder, dictionary, cache, vocabulary if dictionary is concepts else None)
-        )
+
+        def make(dictionary: Sequence[Concept]) -> LinkerRetriever:
+            known = vocabulary if dictionary is concepts else None
+            index = build_encoder_index(encoder, dictionary, cache, known, normalizer)
+            return LinkerRetriever(name, encoder, index, memory_mentions, settings)
+
+        return make
 
     def encoder_system(name: str, model_name: str, model_pooling: str) -> System:
         return System(name, encoder_retriever(name, model_name, model_pooling))
 
+    def baseline_system(retriever_class) -> System:
+        return System(retriever_class.name, lambda dictionary: NormalizedBaseline(retriever_class, normalizer, dictionary))
+
     with index_cache(cache_dir) as cache:
         systems: List[System] = []
         if baselines:
-            systems += [System(ExactMatchRetriever.name, ExactMatchRetriever), System(TfidfRetriever.name, TfidfRetriever)]
+            systems += [baseline_system(ExactMatchRetriever), baseline_system(TfidfRetriever)]
             if baseline_model and (model is None or Path(baseline_model).resolve() != Path(model).resolve()):
                 systems.append(encoder_system(f"untuned {model_label(baseline_model)}", baseline_model, baseline_pooling))
         if model:
@@ -643,14 +691,14 @@ def run_benchmark(
         memory_report = None
         if model and memory_mentions:
             settings = memory_settings or MemorySettings()
-            make_base = encoder_retriever(model_label(model), model, pooling)
             grid_rows: List[Dict[str, float]] = []
             if tune:
-                grid_rows = tune_memory(MemoryRetriever("tuning", make_base(concepts), memory_mentions, settings), mentions, kb)
+                tuning = encoder_retriever("tuning", model, pooling, memory_mentions, settings)(concepts)
+                grid_rows = tune_memory(tuning, mentions, kb)
                 best = grid_rows[0]
                 settings = MemorySettings(**{key: best[key] for key in MEMORY_GRID})
             name = f"{model_label(model)} + memory" + (" (tuned here)" if tune else "")
-            systems.append(System(name, lambda dictionary: MemoryRetriever(name, make_base(dictionary), memory_mentions, settings)))
+            systems.append(System(name, encoder_retriever(name, model, pooling, memory_mentions, settings)))
             memory_report = {
                 "corpora": [str(p) for p in memory],
                 "n_entries": len(set(memory_mentions)),

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import hashlib
-import re
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -13,20 +12,20 @@ import srsly
 from .errors import IndexFormatError
 from .io import atomic_write, atomic_write_bytes, atomic_write_text
 from .kb import Concept, KnowledgeBase
+from .normalizer import Normalizer
 
 INDEX_TYPES = ("flat", "hnsw")
 # 2: meta.json records the encoder fingerprint, pooling, max_length and the vocabulary hash.
-FORMAT_VERSION = 2
+# 3: and the Normalizer (lowercase, remove_punctuation, spelling corrections) that made the names.
+FORMAT_VERSION = 3
 META_FILE, CONCEPTS_FILE, NAMES_FILE, VECTORS_FILE = "meta.json", "concepts.msgpack", "names.msgpack", "vectors.faiss"
-
-_SPACES = re.compile(r"\s+")
 
 Candidate = Tuple[str, float]
 
 
 # What decides the meaning of a set of name vectors besides the names, in the order they are checked:
 # the encoder (weights and tokenizer), its pooling and truncation, and the name normalization.
-VECTOR_SETTINGS = ("encoder_fingerprint", "pooling", "max_length", "lowercase", "normalize")
+VECTOR_SETTINGS = ("encoder_fingerprint", "pooling", "max_length", "lowercase", "remove_punctuation", "spell_check", "normalize")
 ENCODER_SETTINGS = VECTOR_SETTINGS[:3]
 
 
@@ -90,12 +89,6 @@ def format_version_error(kind: str, source: str, version: Any, expected: int, re
     )
 
 
-def normalize_name(text: str, lowercase: bool = True) -> str:
-    """The form in which names and mentions are encoded: whitespace collapsed, lowercased by default."""
-    text = _SPACES.sub(" ", text).strip()
-    return text.lower() if lowercase else text
-
-
 def make_faiss_index(dim: int, index_type: str = "flat") -> faiss.Index:
     """An empty inner-product faiss index: exact (`flat`) or approximate HNSW for very large vocabularies."""
     if index_type == "flat":
@@ -107,13 +100,13 @@ def make_faiss_index(dim: int, index_type: str = "flat") -> faiss.Index:
     raise IndexFormatError(f"index_type={index_type!r} is not supported; choose one of {list(INDEX_TYPES)}")
 
 
-def name_table(concepts: Sequence[Concept], lowercase: bool) -> Tuple[List[str], numpy.ndarray, numpy.ndarray]:
+def name_table(concepts: Sequence[Concept], normalizer: Normalizer) -> Tuple[List[str], numpy.ndarray, numpy.ndarray]:
     """Distinct normalized names, and the (name row, concept row) pairs linking them, deduplicated."""
     name_rows: Dict[str, int] = {}
     pairs = set()
     for concept_row, concept in enumerate(concepts):
         for name in concept.names:
-            key = normalize_name(name, lowercase)
+            key = normalizer(name)
             if key:
                 pairs.add((name_rows.setdefault(key, len(name_rows)), concept_row))
     ordered = sorted(pairs)
@@ -164,7 +157,7 @@ class ConceptIndex:
         pair_concepts: numpy.ndarray,
         vectors: faiss.Index,
         *,
-        lowercase: bool = True,
+        normalizer: Normalizer = Normalizer(),
         normalize: bool = True,
         index_type: str = "flat",
         encoder: Optional[Mapping[str, Any]] = None,
@@ -177,7 +170,7 @@ class ConceptIndex:
         self.concepts = concepts
         self.names = names
         self.vectors = vectors
-        self.lowercase = lowercase
+        self.normalizer = normalizer
         self.normalize = normalize
         self.index_type = index_type
         self.encoder_settings = {key: (encoder or {}).get(key) for key in ENCODER_SETTINGS}
@@ -196,7 +189,7 @@ class ConceptIndex:
     @property
     def settings(self) -> Dict[str, Any]:
         """The VECTOR_SETTINGS the name vectors were made with."""
-        return {**self.encoder_settings, "lowercase": self.lowercase, "normalize": self.normalize}
+        return {**self.encoder_settings, **self.normalizer.settings(), "normalize": self.normalize}
 
     def __len__(self) -> int:
         return len(self.concepts)
@@ -207,7 +200,7 @@ class ConceptIndex:
         concepts: Iterable[Concept],
         encode,
         *,
-        lowercase: bool = True,
+        normalizer: Normalizer = Normalizer(),
         normalize: bool = True,
         index_type: str = "flat",
         encoder: Optional[Mapping[str, Any]] = None,
@@ -219,13 +212,13 @@ class ConceptIndex:
         concepts = list(KnowledgeBase(concepts))
         if not concepts:
             raise IndexFormatError("the vocabulary gave no concepts; check the vocabulary file and its format")
-        names, pair_names, pair_concepts = name_table(concepts, lowercase)
+        names, pair_names, pair_concepts = name_table(concepts, normalizer)
         vectors = float32_rows(encode(names), normalize)
         faiss_index = make_faiss_index(vectors.shape[1], index_type)
         faiss_index.add(vectors)
         return cls(
             concepts, names, pair_names, pair_concepts, faiss_index,
-            lowercase=lowercase, normalize=normalize, index_type=index_type,
+            normalizer=normalizer, normalize=normalize, index_type=index_type,
             encoder=encoder, vocabulary=vocabulary_hash(concepts),
         )
 
@@ -241,7 +234,7 @@ class ConceptIndex:
         new_pairs = []
         for concept_id, name in names_by_id:
             concept = self.kb.get(concept_id)
-            key = normalize_name(name, self.lowercase)
+            key = self.normalizer(name)
             if concept is None or not key:
                 continue
             if key not in name_rows:
@@ -293,7 +286,7 @@ class ConceptIndex:
             "dim": self.dim,
             "n_concepts": len(self.concepts),
             "n_names": len(self.names),
-            "lowercase": self.lowercase,
+            "normalizer": self.normalizer.to_dict(),
             "normalize": self.normalize,
             "index_type": self.index_type,
             **self.encoder_settings,
@@ -370,7 +363,7 @@ class ConceptIndex:
             numpy.array(names["pair_names"], dtype="int64"),
             numpy.array(names["pair_concepts"], dtype="int64"),
             vectors,
-            lowercase=meta["lowercase"],
+            normalizer=Normalizer.from_dict(meta["normalizer"]),
             normalize=meta["normalize"],
             index_type=meta["index_type"],
             encoder=meta,

@@ -4,7 +4,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import srsly
 from spacy.language import Language
@@ -14,10 +14,12 @@ import spacy.util
 
 from .encoder import POOLINGS, Encoder, resolve_device
 from .errors import IndexFormatError, NotInitializedError, SapbertError
-from .index import INDEX_TYPES, Candidate, ConceptIndex, check_vector_settings, encoder_settings, normalize_name
+from .index import INDEX_TYPES, Candidate, ConceptIndex, check_vector_settings, encoder_settings
 from .kb import Concept
 from .memory import MemorySettings, MentionMemory
+from .normalizer import Normalizer
 from .preprocess import gold_ids
+from .readers.dictionary import read_spell_check
 
 ENCODER_DIR, INDEX_DIR, MEMORY_DIR, CFG_FILE = "encoder", "index", "memory", "cfg"
 DEFAULT_MODEL = "cambridgeltl/SapBERT-from-PubMedBERT-fulltext"
@@ -33,6 +35,7 @@ DEFAULT_CONFIG = {
     "threshold": 0.0,
     "labels": [],
     "lowercase": True,
+    "remove_punctuation": False,
     "normalize": True,
     "index_type": "flat",
     "use_long_form": True,
@@ -65,6 +68,7 @@ def make_sapbert_linker(
     threshold: float,
     labels: List[str],
     lowercase: bool,
+    remove_punctuation: bool,
     normalize: bool,
     index_type: str,
     use_long_form: bool,
@@ -88,6 +92,7 @@ def make_sapbert_linker(
         threshold=threshold,
         labels=labels,
         lowercase=lowercase,
+        remove_punctuation=remove_punctuation,
         normalize=normalize,
         index_type=index_type,
         use_long_form=use_long_form,
@@ -126,6 +131,7 @@ class SapbertLinker:
         threshold: float = 0.0,
         labels: Sequence[str] = (),
         lowercase: bool = True,
+        remove_punctuation: bool = False,
         normalize: bool = True,
         index_type: str = "flat",
         use_long_form: bool = True,
@@ -148,7 +154,7 @@ class SapbertLinker:
         self.max_entities_per_mention = max_entities_per_mention
         self.threshold = threshold
         self.labels = set(labels)
-        self.lowercase = lowercase
+        self.normalizer = Normalizer(lowercase, remove_punctuation)
         self.normalize = normalize
         self.index_type = index_type
         self.use_long_form = use_long_form
@@ -168,12 +174,15 @@ class SapbertLinker:
         *,
         nlp: Optional[Language] = None,
         vocabulary: Optional[Any] = None,
+        spell_check: Optional[Any] = None,
         progress: bool = False,
     ) -> None:
         """Load the encoder from `model` and build the concept index from the vocabulary.
 
         `vocabulary` (here or in the component config) is a callable returning Concept records,
         e.g. `spacy-sapbert.Vocabulary.v1` in a config, or a plain iterable of Concepts.
+        `spell_check`: `misspelling||correction` pairs (a mapping or a file) that the normalizer
+        applies to names and mentions; they are saved with the index.
         The mention memory is emptied: its vectors came from the previous encoder.
         """
         source = vocabulary if vocabulary is not None else self.vocabulary
@@ -184,6 +193,9 @@ class SapbertLinker:
                 "vocabulary=... to initialize (a callable or an iterable of Concept)"
             )
         concepts = source() if callable(source) else source
+        if spell_check is not None:
+            corrections = spell_check if isinstance(spell_check, Mapping) else read_spell_check(spell_check)
+            self.normalizer = self.normalizer.with_spell_check(corrections)
         self.encoder = Encoder(self.model, **self.encoder_options)
         self.memory = None
         self.build_index(concepts, progress=progress)
@@ -194,7 +206,7 @@ class SapbertLinker:
         self.index = ConceptIndex.build(
             concepts,
             lambda names: encoder.encode(names, progress=progress),
-            lowercase=self.lowercase,
+            normalizer=self.normalizer,
             normalize=self.normalize,
             index_type=self.index_type,
             encoder=encoder_settings(encoder),
@@ -237,27 +249,35 @@ class SapbertLinker:
 
     def predict(self, docs: Sequence[Doc]) -> List[List[List[Candidate]]]:
         """Candidates for every linked entity of every doc; each distinct query string is encoded once."""
-        queries = [[normalize_name(self.query_text(ent), self.lowercase) for ent in self.mentions(doc)] for doc in docs]
+        queries = [[self.query_text(ent) for ent in self.mentions(doc)] for doc in docs]
         candidates = self.search_texts([q for doc_queries in queries for q in doc_queries])
         found = iter(candidates)
         return [[next(found) for _ in doc_queries] for doc_queries in queries]
 
     def search_texts(self, texts: Sequence[str]) -> List[List[Candidate]]:
-        """Ranked (id, score) candidates for each text, filtered by threshold and cut to max_entities_per_mention."""
-        if not texts:
-            return []
-        index = self._require_index()
-        encoder = self._require_encoder()
-        distinct = sorted({text for text in texts if is_linkable(text)})
+        """Ranked (id, score) candidates for each text, filtered by threshold and cut to max_entities_per_mention.
+
+        Texts are normalized by the index's normalizer; each distinct normalized string is encoded once.
+        """
+        keys = [self.normalizer(text) for text in texts]
+        distinct = sorted({key for key in keys if is_linkable(key)})
         if not distinct:
             return [[] for _ in texts]
-        vectors = encoder.encode(distinct)
-        ranked = index.search(vectors, self.k)
-        if self.memory_active:
-            neighbours = self.memory.search(vectors, self.memory_settings.memory_k)
-            ranked = [self.memory_settings.mix(hits, votes) for hits, votes in zip(ranked, neighbours)]
-        by_text = {text: self._filter(hits) for text, hits in zip(distinct, ranked)}
-        return [by_text.get(text, []) for text in texts]
+        concept_hits, neighbours = self.retrieve(distinct, self.memory_settings.memory_k)
+        if neighbours is not None:
+            concept_hits = [self.memory_settings.mix(hits, votes) for hits, votes in zip(concept_hits, neighbours)]
+        by_key = {key: self._filter(hits) for key, hits in zip(distinct, concept_hits)}
+        return [by_key.get(key, []) for key in keys]
+
+    def retrieve(
+        self, keys: Sequence[str], memory_k: int
+    ) -> Tuple[List[List[Candidate]], Optional[List[List[Candidate]]]]:
+        """For normalized strings: the concept index's top-`k` and, while the memory is active, the
+        memory's top-`memory_k` neighbours (else None), from one encoding. Nothing is filtered or mixed."""
+        index = self._require_index()
+        vectors = self._require_encoder().encode(list(keys), progress=len(keys) > 5000)
+        concept_hits = index.search(vectors, self.k)
+        return concept_hits, (self.memory.search(vectors, memory_k) if self.memory_active else None)
 
     @property
     def memory_active(self) -> bool:
@@ -312,7 +332,7 @@ class SapbertLinker:
         for text, gold in mentions:
             ids = gold_ids(gold)
             concept = index.concept(next(iter(ids))) if len(ids) == 1 else None
-            key = normalize_name(text, self.lowercase)
+            key = self.normalizer(text)
             if concept is not None and key:
                 entries.append((key, concept.id))
         if self.memory is None:
@@ -394,17 +414,22 @@ class SapbertLinker:
 
     def vector_settings(self) -> Dict[str, Any]:
         """The index.VECTOR_SETTINGS of the vectors this component makes now: the loaded encoder's
-        fingerprint (None without one), pooling, max_length, lowercase and normalize from the config."""
+        fingerprint (None without one), pooling, max_length, the normalizer's settings and normalize."""
         return {
             "encoder_fingerprint": self.encoder.fingerprint if self.encoder is not None else None,
             "pooling": self.encoder_options["pooling"],
             "max_length": self.encoder_options["max_length"],
-            "lowercase": self.lowercase,
+            **self.normalizer.settings(),
             "normalize": self.normalize,
         }
 
     def _check_loaded_settings(self, source: str) -> None:
-        """IndexFormatError when the loaded index or memory was made with another encoder or config."""
+        """IndexFormatError when the loaded index or memory was made with another encoder or config.
+
+        The spelling corrections are not a config key: they come with the index (set at initialize).
+        """
+        if self.index is not None:
+            self.normalizer = self.normalizer.with_spell_check(dict(self.index.normalizer.spell_check))
         encoder_dir = Path(source) / ENCODER_DIR
         if self.encoder is not None and source != "bytes" and Path(self.encoder.name) == encoder_dir:
             encoder_source = f"the encoder in {encoder_dir} has"

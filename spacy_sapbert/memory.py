@@ -32,7 +32,8 @@ from .index import VECTOR_SETTINGS, Candidate, float32_rows, format_version_erro
 from .io import atomic_write, atomic_write_bytes, atomic_write_text
 
 # 2: meta.json records the encoder fingerprint, pooling, max_length, lowercase and normalize.
-FORMAT_VERSION = 2
+# 3: and the normalizer's remove_punctuation and spelling-correction list.
+FORMAT_VERSION = 3
 META_FILE, ENTRIES_FILE, VECTORS_FILE = "meta.json", "entries.msgpack", "vectors.faiss"
 
 Encode = Callable[[List[str]], numpy.ndarray]

@@ -65,6 +65,7 @@ def build_pipeline(
     lang: str = "en",
     label: Optional[str] = DEFAULT_LABEL,
     linker_config: Optional[Dict[str, Any]] = None,
+    spell_check: Optional[Path] = None,
     progress: bool = False,
 ) -> Language:
     """A blank pipeline with an optional dictionary matcher (when `label` is set) and an initialized linker."""
@@ -73,7 +74,7 @@ def build_pipeline(
         add_dictionary_matcher(nlp, concepts, label=label)
     linker = nlp.add_pipe("sapbert_linker", config={"model": model, **(linker_config or {})})
     # nlp.initialize() would also re-initialize the entity ruler and drop its patterns.
-    linker.initialize(vocabulary=concepts, progress=progress)
+    linker.initialize(vocabulary=concepts, spell_check=spell_check, progress=progress)
     return nlp
 
 

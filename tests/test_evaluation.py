@@ -9,6 +9,7 @@ from spacy_sapbert.cli import app
 from spacy_sapbert.evaluation import (
     EvalMention,
     ExactMatchRetriever,
+    NormalizedBaseline,
     Preprocessing,
     System,
     TfidfRetriever,
@@ -70,9 +71,10 @@ def test_mentions_from_documents_resolve_abbreviations_split_composites_and_skip
     )
     mentions, cuiless = mentions_from_documents([doc], Preprocessing(), labels=["Disease"])
     assert cuiless == 1
-    assert [m.queries for m in mentions] == [["heart failure"], ["breast cancer", "ovarian cancer"]]
+    # queries as written, abbreviations resolved; the searching system normalizes them
+    assert [m.queries for m in mentions] == [["Heart failure"], ["breast cancer", "ovarian cancer"]]
     without = mentions_from_documents([doc], Preprocessing(abbreviations=False), labels=["Disease"])[0]
-    assert without[0].queries == ["hf"]
+    assert without[0].queries == ["HF"]
 
 
 def test_composite_is_a_hit_only_when_every_part_is():
@@ -102,13 +104,13 @@ def test_training_mentions_become_extra_names_of_their_concepts():
 
 
 def test_tfidf_ranks_a_misspelling_near_its_concept():
-    concepts = normalized_concepts(vocabulary(), Preprocessing())
+    concepts = normalized_concepts(vocabulary(), Preprocessing().normalizer)
     [hits] = TfidfRetriever(concepts).rank(["hepatomma"], k=3)
     assert hits[0][0] == "D2" and len({cid for cid, _ in hits}) == len(hits)
 
 
 def test_biosyn_protocol_adds_names_for_every_system():
-    concepts = normalized_concepts(vocabulary(), Preprocessing())
+    concepts = normalized_concepts(vocabulary(), Preprocessing().normalizer)
     mentions = [EvalMention("liver tumour", "D2", ["liver tumour"])]
     systems = [System("exact", ExactMatchRetriever), System("tfidf", TfidfRetriever)]
     results = run_protocols(systems, concepts, mentions, [("D2", "liver tumour")], progress=False)
@@ -136,10 +138,10 @@ def test_tfidf_baseline_on_ncbi_dev_is_deterministic_and_sensible():
     from spacy_sapbert.readers import read_vocabulary
 
     prep = Preprocessing()
-    concepts = normalized_concepts(KnowledgeBase(read_vocabulary(shared_file("medic", "medic_06Jul2012.txt"), "medic")), prep)
+    vocabulary_ = KnowledgeBase(read_vocabulary(shared_file("medic", "medic_06Jul2012.txt"), "medic"))
     mentions, _, _ = read_corpus(shared_file("ncbi-disease", "NCBIdevelopset_corpus.txt"), "pubtator", prep)
-    kb = KnowledgeBase(concepts)
-    retriever = TfidfRetriever(concepts)
+    kb = KnowledgeBase(vocabulary_)
+    retriever = NormalizedBaseline(TfidfRetriever, prep.normalizer, list(vocabulary_))
     first, _ = score_retriever(retriever, mentions, kb)
     second, _ = score_retriever(retriever, mentions, kb)
     assert first == second and len(mentions) == 787
@@ -200,10 +202,10 @@ def test_evaluate_command_scores_a_pipeline_end_to_end(tmp_path, tiny_bert):
 def misled_mentions(tiny_bert, concepts):
     """Two nonsense mentions whose gold is *not* what the random encoder ranks first, and its retriever."""
     from spacy_sapbert.encoder import Encoder
-    from spacy_sapbert.evaluation import EncoderRetriever, build_encoder_index
+    from spacy_sapbert.evaluation import LinkerRetriever, build_encoder_index
 
     encoder = Encoder(tiny_bert, device="cpu")
-    base = EncoderRetriever("tiny", encoder, build_encoder_index(encoder, concepts))
+    base = LinkerRetriever("tiny", encoder, build_encoder_index(encoder, concepts))
     texts = ["xq", "zzv"]
     mentions = []
     for text, hits in zip(texts, base.rank(texts, 5)):
@@ -213,20 +215,22 @@ def misled_mentions(tiny_bert, concepts):
 
 
 def test_tune_memory_finds_that_the_memory_fixes_what_the_encoder_gets_wrong(tiny_bert):
-    from spacy_sapbert.evaluation import MemoryRetriever, tune_memory
+    from spacy_sapbert.evaluation import LinkerRetriever, tune_memory
     from spacy_sapbert.memory import MemorySettings
 
     concepts = vocabulary()
     kb = KnowledgeBase(concepts)
     base, mentions = misled_mentions(tiny_bert, concepts)
-    retriever = MemoryRetriever("tiny + memory", base, [(m.text, m.gold) for m in mentions], MemorySettings())
+    memory = [(m.text, m.gold) for m in mentions]
+    encoder, index = base.linker.encoder, base.linker.index
+    retriever = LinkerRetriever("tiny + memory", encoder, index, memory, MemorySettings())
     grid = {"memory_k": (1, 2), "memory_weight": (0.0, 0.5, 0.9), "concept_temperature": (0.01,), "memory_temperature": (0.1, 1.0)}
     rows = tune_memory(retriever, mentions, kb, grid)
     assert len(rows) == 2 * 3 * 1 * 2
     assert all(row["acc@1"] == 0.0 for row in rows if row["memory_weight"] == 0.0)  # the encoder alone
     assert rows[0]["acc@1"] == 1.0 and rows[0]["memory_weight"] > 0.0
     assert [r["acc@1"] for r in rows] == sorted((r["acc@1"] for r in rows), reverse=True)
-    assert score_retriever(MemoryRetriever("m", base, [(m.text, m.gold) for m in mentions], MemorySettings(1, 0.9)), mentions, kb)[0]["acc@1"] == 1.0
+    assert score_retriever(LinkerRetriever("m", encoder, index, memory, MemorySettings(1, 0.9)), mentions, kb)[0]["acc@1"] == 1.0
 
 
 def test_memory_settings_from_a_report_or_a_plain_mapping():

@@ -11,6 +11,7 @@ from conftest import TOY_VOCAB, make_tiny_bert
 from spacy_sapbert.encoder import Encoder, encoder_fingerprint
 from spacy_sapbert.errors import IndexFormatError
 from spacy_sapbert.kb import Concept
+from spacy_sapbert.normalizer import Normalizer
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -70,11 +71,14 @@ def test_index_and_memory_record_the_fingerprint_and_settings(linker_nlp, tmp_pa
     linker = linker_nlp.get_pipe("sapbert_linker")
     linker.add_mentions([("liver tumour", "D005")])
     linker_nlp.to_disk(tmp_path / "pipe")
-    expected = {"encoder_fingerprint": linker.encoder.fingerprint, "pooling": "cls", "max_length": 25, "lowercase": True, "normalize": True}
+    expected = {"encoder_fingerprint": linker.encoder.fingerprint, "pooling": "cls", "max_length": 25, "normalize": True}
+    normalizer = {"lowercase": True, "remove_punctuation": False}
     for folder in ("index", "memory"):
         meta = srsly.read_json(tmp_path / "pipe" / "sapbert_linker" / folder / "meta.json")
         assert {key: meta[key] for key in expected} == expected
-        assert meta["format_version"] == 2
+        recorded = meta["normalizer"] if folder == "index" else meta
+        assert {key: recorded[key] for key in normalizer} == normalizer
+        assert meta["format_version"] == 3
     index_meta = srsly.read_json(tmp_path / "pipe" / "sapbert_linker" / "index" / "meta.json")
     assert re.fullmatch(r"[0-9a-f]{16}", index_meta["vocabulary_hash"])
 
@@ -194,7 +198,7 @@ def test_an_index_saved_before_fingerprints_asks_for_a_rebuild(linker_nlp, tmp_p
     with pytest.raises(IndexFormatError) as err:
         spacy.load(tmp_path / "pipe")
     message = one_line(err)
-    assert f"the index in {tmp_path / 'pipe' / 'sapbert_linker' / 'index'} has format_version 1 but this spacy-sapbert reads 2" in message
+    assert f"the index in {tmp_path / 'pipe' / 'sapbert_linker' / 'index'} has format_version 1 but this spacy-sapbert reads 3" in message
     assert message.endswith("rebuild it (build-index)")
 
 
@@ -256,7 +260,7 @@ def test_a_cached_index_under_the_wrong_key_is_refused(tiny_bert, toy_concepts, 
     [mean_dir] = list(cache.iterdir())
     encoder = Encoder(tiny_bert, device="cpu")
     key = evaluation.index_cache_key(
-        {"encoder_fingerprint": encoder.fingerprint, "pooling": "cls", "max_length": 25, "lowercase": True, "normalize": True},
+        {"encoder_fingerprint": encoder.fingerprint, "pooling": "cls", "max_length": 25, **Normalizer().settings(), "normalize": True},
         evaluation.vocabulary_hash(evaluation.KnowledgeBase(toy_concepts)),
     )
     shutil.copytree(mean_dir, cache / key)

@@ -4,7 +4,8 @@ import numpy
 import pytest
 
 from spacy_sapbert.errors import IndexFormatError
-from spacy_sapbert.index import ConceptIndex, name_table, normalize_name
+from spacy_sapbert.index import ConceptIndex, name_table
+from spacy_sapbert.normalizer import Normalizer
 from spacy_sapbert.kb import Concept
 
 DIM = 16
@@ -34,13 +35,13 @@ def concepts():
     ]
 
 
-def test_normalize_name_collapses_space_and_case():
-    assert normalize_name("  Heart \t Failure ") == "heart failure"
-    assert normalize_name("Heart  Failure", lowercase=False) == "Heart Failure"
+def test_the_default_normalizer_collapses_space_and_case_and_keeps_punctuation():
+    assert Normalizer()("  Heart \t Failure-2 ") == "heart failure-2"
+    assert Normalizer(lowercase=False)("Heart  Failure") == "Heart Failure"
 
 
 def test_names_are_deduplicated_and_shared_names_point_to_every_concept():
-    names, pair_names, pair_concepts = name_table(concepts(), lowercase=True)
+    names, pair_names, pair_concepts = name_table(concepts(), Normalizer())
     assert names.count("heart failure") == 1
     hf = names.index("hf")
     assert sorted(pair_concepts[pair_names == hf].tolist()) == [0, 1]

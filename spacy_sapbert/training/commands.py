@@ -193,7 +193,8 @@ def train_dhns_command(
     vocab_format: str = typer.Option("auto", help="Format of every --vocab."),
     mesh_trees: List[str] = typer.Option([], help="Keep only MeSH descriptors under these tree letters."),
     label: List[str] = typer.Option([], help="Only mentions with these corpus labels (e.g. Disease)."),
-    spell_check: Optional[Path] = typer.Option(None, help="misspelling||correction file applied to mentions (BioSyn's NCBI list)."),
+    spell_check: Optional[Path] = typer.Option(None, help="misspelling||correction file applied to mentions and names (BioSyn's NCBI list)."),
+    remove_punctuation: bool = typer.Option(True, "--remove-punctuation/--keep-punctuation", help="Punctuation to spaces in mentions and names (BioSyn); build the pipeline with the same."),
     pooling: str = typer.Option("cls", help="cls (SapBERT) or mean."),
     max_length: int = typer.Option(25, help="Word pieces per mention or name."),
     batch_size: int = typer.Option(32, help="Mentions per step."),
@@ -214,7 +215,7 @@ def train_dhns_command(
     config = DhnsConfig(
         model=model, output=str(output), corpora=[str(c) for c in corpora], vocab=[str(v) for v in vocab],
         vocab_format=vocab_format, mesh_trees=list(mesh_trees), labels=list(label),
-        spell_check=str(spell_check) if spell_check else None, pooling=pooling, max_length=max_length,
+        spell_check=str(spell_check) if spell_check else None, remove_punctuation=remove_punctuation, pooling=pooling, max_length=max_length,
         batch_size=batch_size, hard_negatives=hard_negatives, temperature=temperature, lr=lr,
         weight_decay=weight_decay, epochs=epochs, seed=seed, device=device, progress=progress,
     )

@@ -10,8 +10,10 @@ loss (temperature 0.01). For every mention of a batch the candidates are:
 
 Positives and hard negatives are mined at the start of every epoch from a faiss index of all the
 vocabulary's names encoded by the current model, so the negatives follow the model ("dynamic").
-Mentions and names are preprocessed as in the evaluation (`evaluation.Preprocessing`: abbreviations
-resolved from the document, lowercase, punctuation to spaces, optional spell-check list), and each
+Mentions and names are preprocessed as in the evaluation (abbreviations resolved from the document,
+then the `Normalizer`: lowercase, punctuation to spaces unless `remove_punctuation` is off, optional
+spell-check list); build the pipeline with the same normalization (`build-index --remove-punctuation
+--spell-check ...`) so that it serves what was trained. Each
 distinct (mention, concept) pair is one training example (BioSyn also drops duplicate queries).
 
 Output folder: ``model/`` (Hugging Face folder for the linker), ``train_log.jsonl`` (loss per logged
@@ -40,6 +42,7 @@ from ..extras import require
 from ..index import NameLinks, name_table
 from ..io import atomic_write_text
 from ..kb import Concept
+from ..normalizer import Normalizer
 from .checkpoints import (
     STATE_FILE, append_log, find_checkpoint, plot_loss, require_at_least_one, restart_log, rng_state, save_model,
     seed_everything, set_rng_state, write_dir,
@@ -56,7 +59,8 @@ class DhnsConfig:
 
     corpora: annotated PubTator training corpora; vocab: vocabulary files (`vocab_format`,
     `mesh_trees` as in `evaluate`); labels: only mentions of these types; spell_check: a
-    misspelling||correction file applied to mentions. batch_size: mentions per step;
+    misspelling||correction file and remove_punctuation: the Normalizer of mentions and names
+    (build the pipeline with the same). batch_size: mentions per step;
     hard_negatives: p; temperature: InfoNCE tau; encode_chunk: texts per forward pass.
     """
 
@@ -68,6 +72,7 @@ class DhnsConfig:
     mesh_trees: List[str] = field(default_factory=list)
     labels: List[str] = field(default_factory=list)
     spell_check: Optional[str] = None
+    remove_punctuation: bool = True
     pooling: str = "cls"
     max_length: int = 25
     batch_size: int = 32
@@ -116,14 +121,20 @@ def load_examples(config: DhnsConfig) -> Tuple[List[Concept], List[Tuple[str, st
     from ..kb import KnowledgeBase
     from ..readers import read_spell_check, read_vocabularies, vocabulary_specs
 
-    prep = Preprocessing(spell_check=read_spell_check(config.spell_check) if config.spell_check else {})
-    concepts = normalized_concepts(read_vocabularies(vocabulary_specs(config.vocab, config.vocab_format, config.mesh_trees)), prep)
+    prep = Preprocessing(
+        remove_punctuation=config.remove_punctuation,
+        spell_check=read_spell_check(config.spell_check) if config.spell_check else {},
+    )
+    normalizer = prep.normalizer
+    vocabulary = read_vocabularies(vocabulary_specs(config.vocab, config.vocab_format, config.mesh_trees))
+    concepts = normalized_concepts(vocabulary, normalizer)
     kb = KnowledgeBase(concepts)
     examples: Dict[Tuple[str, str], None] = {}
     for corpus in config.corpora:
         mentions, _, _ = read_corpus(Path(corpus), guess_corpus_format(Path(corpus)), prep, config.labels or None)
         for concept_id, text in training_names(mentions, kb):
-            examples[text, concept_id] = None
+            if normalizer(text):
+                examples[normalizer(text), concept_id] = None
     if not examples:
         raise SapbertError(f"no training mention of {config.corpora} has a gold id in the vocabulary {config.vocab}")
     return concepts, list(examples)
@@ -134,7 +145,7 @@ class NameSpace:
 
     def __init__(self, concepts: Sequence[Concept]):
         self.concepts = list(concepts)
-        self.names, pair_names, pair_concepts = name_table(self.concepts, lowercase=False)
+        self.names, pair_names, pair_concepts = name_table(self.concepts, Normalizer(lowercase=False))
         self.links = NameLinks(pair_names, pair_concepts, len(self.names))
         self.rows = {concept.id: row for row, concept in enumerate(self.concepts)}
         self.names_of: Dict[int, List[int]] = {}

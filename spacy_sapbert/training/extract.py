@@ -27,13 +27,13 @@ current concept are bounded as follows:
 """
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Collection, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from ..errors import VocabularyFormatError
 from ..io import atomic_write
 from ..kb import Concept, unique
+from ..normalizer import Normalizer
 from ..readers import LinePolicy, MalformedLine, PathLike, check_file, numbered_lines
 from ..readers.umls import MRSTY_COLUMNS, read_mrconso, read_mrrel_tradenames, read_mrsty, split_rrf
 
@@ -47,17 +47,13 @@ __all__ = [
     "write_synonyms",
 ]
 
-_SPACES = re.compile(r"\s+")
-
-
 def clean_name(name: str, lowercase: bool = True) -> str:
-    """`name` with whitespace runs collapsed to one space, ends stripped, optionally lowercased.
+    """`name` as the linker's Normalizer writes it (whitespace collapsed, optionally lowercased).
 
     A "|" inside a name (it separates names in the synonyms file; UMLS strings never contain one) is
     replaced by a space.
     """
-    name = _SPACES.sub(" ", name.replace("|", " ")).strip()
-    return name.lower() if lowercase else name
+    return Normalizer(lowercase=lowercase)(name.replace("|", " "))
 
 
 def extract_synonyms(concepts: Iterable[Concept], lowercase: bool = True) -> Iterator[Tuple[str, List[str]]]:
