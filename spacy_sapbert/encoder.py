@@ -36,6 +36,48 @@ def resolve_model(name: str) -> str:
     return name
 
 
+def declared_pooling(model: Union[str, Path]) -> Optional[str]:
+    """The pooling a sentence-transformers model folder declares in 1_Pooling/config.json (`cls` or
+    `mean`), or None: a hub name, a plain Hugging Face folder, or another pooling mode."""
+    path = Path(resolve_model(str(model))) / "1_Pooling" / "config.json"
+    if not path.is_file():
+        return None
+    config = json.loads(path.read_text(encoding="utf8"))
+    if config.get("pooling_mode_cls_token"):
+        return "cls"
+    if config.get("pooling_mode_mean_tokens"):
+        return "mean"
+    return None
+
+
+def default_pooling(model: Union[str, Path]) -> str:
+    """The pooling to use when none is given: what the folder declares, else [CLS] (SapBERT)."""
+    return declared_pooling(model) or "cls"
+
+
+def write_pooling_files(folder: Union[str, Path], pooling: str, max_length: int, dim: int) -> None:
+    """modules.json, 1_Pooling/config.json and sentence_bert_config.json: the folder says how it pools and
+    truncates (read back by `declared_pooling`, and by sentence-transformers)."""
+    folder = Path(folder)
+    modules = [
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+    ]
+    pooling_config = {
+        "word_embedding_dimension": dim,
+        "pooling_mode_cls_token": pooling == "cls",
+        "pooling_mode_mean_tokens": pooling == "mean",
+        "pooling_mode_max_tokens": False,
+        "pooling_mode_mean_sqrt_len_tokens": False,
+    }
+    (folder / "1_Pooling").mkdir(parents=True, exist_ok=True)
+    (folder / "modules.json").write_text(json.dumps(modules, indent=2), encoding="utf8")
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps(pooling_config, indent=2), encoding="utf8")
+    (folder / "sentence_bert_config.json").write_text(
+        json.dumps({"max_seq_length": max_length, "do_lower_case": False}, indent=2), encoding="utf8"
+    )
+
+
 def resolve_device(device: str) -> torch.device:
     """`auto` means CUDA when present, else CPU; anything else is passed to torch."""
     if device == "auto":

@@ -622,7 +622,7 @@ def run_benchmark(
     protocols: Sequence[str] = PROTOCOLS,
     baselines: bool = False,
     baseline_model: Optional[str] = None,
-    baseline_pooling: str = "mean",
+    baseline_pooling: Optional[str] = None,
     prep: Optional[Preprocessing] = None,
     cache_dir: Optional[Path] = None,
     title: Optional[str] = None,
@@ -636,7 +636,7 @@ def run_benchmark(
     with it (`memory_settings`, default the paper's), or, with `tune`, with the settings that
     `tune_memory` finds best on this corpus (a dev set).
     """
-    from .encoder import Encoder
+    from .encoder import Encoder, default_pooling
     from .readers import read_vocabularies
 
     prep = prep or Preprocessing()
@@ -685,7 +685,8 @@ def run_benchmark(
         if baselines:
             systems += [baseline_system(ExactMatchRetriever), baseline_system(TfidfRetriever)]
             if baseline_model and (model is None or Path(baseline_model).resolve() != Path(model).resolve()):
-                systems.append(encoder_system(f"untuned {model_label(baseline_model)}", baseline_model, baseline_pooling))
+                pooling_ = baseline_pooling or default_pooling(baseline_model)
+                systems.append(encoder_system(f"untuned {model_label(baseline_model)}", baseline_model, pooling_))
         if model:
             systems.append(encoder_system(model_label(model), model, pooling))
         memory_report = None

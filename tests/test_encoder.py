@@ -87,3 +87,27 @@ def test_chunked_training_embeddings_equal_one_padded_batch_and_carry_gradients(
     weights = torch.linspace(-1.0, 1.0, chunked.shape[1])  # (a plain sum of a LayerNorm output is constant)
     (chunked[1] * weights).sum().backward()  # the row of "a" must reach the weights through the re-ordering
     assert model.embeddings.word_embeddings.weight.grad.abs().sum() > 0
+
+
+def test_a_trained_model_folder_declares_its_pooling_and_commands_use_it(tmp_path, tiny_bert, one_thread):
+    """train writes sentence-transformers' pooling files; a later command without --pooling reads them."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from spacy_sapbert.cli import _model_and_pooling, app
+    from spacy_sapbert.encoder import declared_pooling, offline_default_model
+
+    assert declared_pooling(tiny_bert) is None  # a plain Hugging Face folder declares nothing: [CLS]
+    pairs = tmp_path / "pairs.txt"
+    pairs.write_text("D1||heart failure||cardiac failure\nD2||liver cancer||hepatoma\n", encoding="utf8")
+    args = ["train", str(pairs), "--model", tiny_bert, "--output", str(tmp_path / "run"), "--pooling", "mean",
+            "--max-length", "12", "--batch-size", "2", "--max-steps", "1", "--no-progress"]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    model = tmp_path / "run" / "model"
+    assert declared_pooling(model) == "mean"
+    assert json.loads((model / "sentence_bert_config.json").read_text())["max_seq_length"] == 12
+    assert _model_and_pooling(str(model), None, None) == (str(model), "mean")
+    assert _model_and_pooling(str(model), "cls", None) == (str(model), "cls")  # an explicit choice wins
+    if offline_default_model():
+        assert declared_pooling(offline_default_model()) == "mean"

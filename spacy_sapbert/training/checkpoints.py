@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy
 import torch
 
+from ..encoder import write_pooling_files
 from ..errors import SapbertError
 from ..extras import require
 from ..io import atomic_write, atomic_write_text
@@ -88,10 +89,12 @@ def write_dir(target: Path, fill) -> None:
         raise
 
 
-def save_model(folder: Path, model, tokenizer) -> None:
-    """The Hugging Face model folder that the linker loads as `model`: weights, config, tokenizer."""
+def save_model(folder: Path, model, tokenizer, pooling: str, max_length: int) -> None:
+    """The Hugging Face model folder that the linker loads as `model`: weights, config, tokenizer, and
+    sentence-transformers' pooling files, so commands given this folder pool as it was trained."""
     model.save_pretrained(str(folder))
     tokenizer.save_pretrained(str(folder))
+    write_pooling_files(folder, pooling, max_length, int(model.config.hidden_size))
 
 
 def find_checkpoint(output: Path) -> Optional[Path]:

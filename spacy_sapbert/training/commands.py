@@ -146,7 +146,7 @@ def train_command(
     max_steps: Optional[int] = typer.Option(None, help="Stop after this many optimizer steps (default: end of the epochs)."),
     grad_accum: int = typer.Option(1, help="Micro-batches per optimizer step."),
     max_length: int = typer.Option(25, help="Word pieces per name."),
-    pooling: str = typer.Option("cls", help="cls (SapBERT) or mean."),
+    pooling: Optional[str] = typer.Option(None, help="cls (SapBERT) or mean. Default: what the model folder declares (sentence-transformers' 1_Pooling), else cls."),
     alpha: float = typer.Option(2.0, help="Multi-similarity loss alpha (positive pairs)."),
     beta: float = typer.Option(50.0, help="Multi-similarity loss beta (negative pairs)."),
     base: float = typer.Option(0.5, help="Multi-similarity loss base."),
@@ -170,11 +170,12 @@ def train_command(
     """
     import os
 
+    from ..encoder import default_pooling
     from .trainer import TrainConfig, train
 
     config = TrainConfig(
         model=model, output=str(output), pairs=str(pairs), batch_size=batch_size, lr=lr, weight_decay=weight_decay,
-        epochs=epochs, max_steps=max_steps, grad_accum=grad_accum, max_length=max_length, pooling=pooling,
+        epochs=epochs, max_steps=max_steps, grad_accum=grad_accum, max_length=max_length, pooling=pooling or default_pooling(model),
         alpha=alpha, beta=beta, base=base, margin=margin, miner_distance=miner_distance, use_miner=use_miner,
         warmup_steps=warmup_steps, encode_chunk=encode_chunk, seed=seed, checkpoint_every=checkpoint_every, log_every=log_every,
         device=device, amp=amp, progress=progress,
@@ -195,7 +196,7 @@ def train_dhns_command(
     label: List[str] = typer.Option([], help="Only mentions with these corpus labels (e.g. Disease)."),
     spell_check: Optional[Path] = typer.Option(None, help="misspelling||correction file applied to mentions and names (BioSyn's NCBI list)."),
     remove_punctuation: bool = typer.Option(True, "--remove-punctuation/--keep-punctuation", help="Punctuation to spaces in mentions and names (BioSyn); build the pipeline with the same."),
-    pooling: str = typer.Option("cls", help="cls (SapBERT) or mean."),
+    pooling: Optional[str] = typer.Option(None, help="cls (SapBERT) or mean. Default: what the model folder declares (sentence-transformers' 1_Pooling), else cls."),
     max_length: int = typer.Option(25, help="Word pieces per mention or name."),
     batch_size: int = typer.Option(32, help="Mentions per step."),
     hard_negatives: int = typer.Option(4, help="Hard negatives per mention (p), mined every epoch."),
@@ -210,12 +211,13 @@ def train_dhns_command(
     overwrite: bool = typer.Option(False, help="Start again in OUTPUT when it holds an earlier run (its files are replaced)."),
 ) -> None:
     """Fine-tune an encoder on annotated mentions with InfoNCE and dynamic hard negatives (kNN-BioEL)."""
+    from ..encoder import default_pooling
     from .dhns import DhnsConfig, train_dhns
 
     config = DhnsConfig(
         model=model, output=str(output), corpora=[str(c) for c in corpora], vocab=[str(v) for v in vocab],
         vocab_format=vocab_format, mesh_trees=list(mesh_trees), labels=list(label),
-        spell_check=str(spell_check) if spell_check else None, remove_punctuation=remove_punctuation, pooling=pooling, max_length=max_length,
+        spell_check=str(spell_check) if spell_check else None, remove_punctuation=remove_punctuation, pooling=pooling or default_pooling(model), max_length=max_length,
         batch_size=batch_size, hard_negatives=hard_negatives, temperature=temperature, lr=lr,
         weight_decay=weight_decay, epochs=epochs, seed=seed, device=device, progress=progress,
     )

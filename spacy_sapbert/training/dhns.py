@@ -322,7 +322,7 @@ def train_dhns(config: DhnsConfig, resume: bool = False) -> Path:
         bar.close()
         _save_checkpoint(output, model, tokenizer, optimizer, config, epoch + 1, step, elapsed_before + time.perf_counter() - started)
 
-    write_dir(output / "model", lambda folder: save_model(folder, model, tokenizer))
+    write_dir(output / "model", lambda folder: save_model(folder, model, tokenizer, config.pooling, config.max_length))
     plot_loss(log_path, output / LOSS_PLOT, title="DHNS fine-tuning", ylabel="InfoNCE loss")
     return output / "model"
 
@@ -332,7 +332,7 @@ def _save_checkpoint(output: Path, model, tokenizer, optimizer, config: DhnsConf
     states = rng_state()
 
     def fill(folder: Path) -> None:
-        save_model(folder, model, tokenizer)
+        save_model(folder, model, tokenizer, config.pooling, config.max_length)
         torch.save(optimizer.state_dict(), folder / "optimizer.pt")
         torch.save(states, folder / "rng.pt")
         (folder / STATE_FILE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf8")

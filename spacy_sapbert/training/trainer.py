@@ -359,7 +359,7 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: _Dist) 
                 }
 
                 def fill(folder: Path) -> None:
-                    save_model(folder, model, tokenizer)
+                    save_model(folder, model, tokenizer, config.pooling, config.max_length)
                     torch.save(optimizer.state_dict(), folder / "optimizer.pt")
                     torch.save(scheduler.state_dict(), folder / "scheduler.pt")
                     torch.save(scaler.state_dict(), folder / "scaler.pt")
@@ -438,7 +438,7 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: _Dist) 
 
         model_dir = output / "model"
         if ctx.main:
-            write_dir(model_dir, lambda folder: save_model(folder, model, tokenizer))
+            write_dir(model_dir, lambda folder: save_model(folder, model, tokenizer, config.pooling, config.max_length))
             plot_loss(log_path, output / LOSS_PLOT)
         if ctx.world_size > 1:
             dist.barrier()
