@@ -599,12 +599,10 @@ def model_label(model: str) -> str:
 
 
 def guess_corpus_format(path: Path) -> str:
-    name = Path(path).name.lower()
-    if name.endswith(".concept"):
-        return "biosyn"
-    if "xlbel" in name or "xl_bel" in name or "xl-bel" in str(path).lower():
-        return "xlbel"
-    return "pubtator"
+    """The corpus format of a file, told from its content (readers.detect_corpus_format)."""
+    from .readers.corpora import detect_corpus_format
+
+    return detect_corpus_format(path)
 
 
 def run_benchmark(

@@ -9,6 +9,7 @@ import pytest
 from conftest import shared_file
 from spacy_sapbert.errors import SapbertError, VocabularyFormatError
 from spacy_sapbert.preprocess import gold_ids, is_cuiless
+from spacy_sapbert.readers import FormatDetectionError
 from spacy_sapbert.readers.corpora import (
     CorpusWarning,
     Document,
@@ -16,6 +17,7 @@ from spacy_sapbert.readers.corpora import (
     Query,
     document_to_doc,
     documents_to_docs,
+    detect_corpus_format,
     queries_from_documents,
     read_biosyn_concepts,
     read_pubtator,
@@ -327,7 +329,18 @@ def test_relation_lines_skipped_and_missing_final_blank_line(tmp_path):
 @pytest.mark.parametrize(
     "bad_line, problem",
     [
-        ("1\t18\t27\tclonidine\tChemical", "at least 6"),
+        ("1\t18\t27\tclonidine\tChemical", "expected 6"),
+        ("1\t18\t27\tclonidine\tChemical\tD003000\tclonidine\textra", "expected 6"),
+        ("1\t18\t27\tclonidine\t\tD003000", "empty type"),
+        ("1\t18\t27\tclonidine\tChemical\t ", "empty concept id"),
+        ("1\tx18\t27\tclonidine\tChemical\tD003000", "start offset 'x18' is not an integer"),
+        ("1\t18.0\t27\tclonidine\tChemical\tD003000", "start offset '18.0' is not an integer"),
+        ("1\t\u00b9\u2078\t27\tclonidine\tChemical\tD003000", "is not an integer"),  # superscript digits
+        ("1\t\t27\tclonidine\tChemical\tD003000", "start offset '' is not an integer"),
+        ("1\t18\t" + "9" * 5000 + "\tclonidine\tChemical\tD003000", "end offset '9999"),  # int() refuses 5000 digits
+        ("1\tCID\tD009270", "neither a mention line"),
+        ("1\tCID\tD009270\t", "neither a mention line"),
+        ("2\tCID\tD009270\tD006973", "relation of document 2 inside document 1"),
         ("1\t18\t27\tclonidin\tChemical\tD003000", "does not match"),
         ("1\t9\tx\tclonidine\tChemical\tD003000", "not an integer"),
         ("1\t20\t9\tclonidine\tChemical\tD003000", "bad offsets"),
@@ -376,6 +389,9 @@ def test_biosyn_concept_malformed(tmp_path):
     path = write(tmp_path, "x.concept", "1||0|5||Disease||fever||D1\n1||0-5||Disease||fever||D1\n")
     with pytest.raises(VocabularyFormatError, match=r"x.concept, line 2: .*start\|end"):
         list(read_biosyn_concepts(path))
+    path = write(tmp_path, "z.concept", "1||0|5||Disease||fever||D1\n ||0|5||Disease||fever||D1\n")
+    with pytest.raises(VocabularyFormatError, match=r"z.concept, line 2: empty PMID"):
+        list(read_biosyn_concepts(path))
     path = write(tmp_path, "y.concept", "1||0|5||Disease||fever\n1||0|5||Disease||fever||D1\n")
     with pytest.warns(CorpusWarning, match="line 1"):
         assert len(list(read_biosyn_concepts(path, strict=False))) == 1
@@ -388,3 +404,111 @@ def test_xlbel_malformed(tmp_path):
     path = write(tmp_path, "r.txt", "C1||fever\nC1\nC2||cough\n")
     with pytest.warns(CorpusWarning, match="line 2"):
         assert [q.mention for q in read_xlbel(path, strict=False)] == ["fever", "cough"]
+
+
+def test_pubtator_non_integer_start_is_counted_not_dropped(tmp_path):
+    bad = "1\tx18\t27\tclonidine\tChemical\tD003000"
+    path = write(tmp_path, "bad.txt", GOOD_DOC.replace("\n1\tCID", f"\n{bad}\n1\tCID"))
+    with pytest.raises(VocabularyFormatError, match=r"bad.txt, line 4: start offset 'x18' is not an integer"):
+        list(read_pubtator(path))
+    with pytest.warns(CorpusWarning, match=r"bad.txt: skipped 1 .*line 4"):
+        docs = list(read_pubtator(path, strict=False))
+    assert [m.text for d in docs for m in d.mentions] == ["Naloxone"]
+
+
+def _line_kinds(path):
+    """(text lines, mention lines, relation lines, other non-blank lines) counted with plain string tests."""
+    text = mention = relation = other = 0
+    for line in path.read_text(encoding="utf8").split("\n"):
+        fields = line.split("\t")
+        if not line.strip():
+            continue
+        if "|t|" in line.split("\t")[0] or "|a|" in line.split("\t")[0]:
+            text += 1
+        elif len(fields) in (6, 7) and fields[1].isdigit() and fields[2].isdigit():
+            mention += 1
+        elif len(fields) == 4 and fields[1] == "CID":
+            relation += 1
+        else:
+            other += 1
+    return text, mention, relation, other
+
+
+@pytest.mark.parametrize(
+    "folder, name, docs, mentions, relations",
+    [
+        ("ncbi-disease", "NCBItrainset_corpus.txt", 593, 5145, 0),
+        ("ncbi-disease", "NCBIdevelopset_corpus.txt", 100, 787, 0),
+        ("ncbi-disease", "NCBItestset_corpus.txt", 100, 960, 0),
+        ("bc5cdr", "CDR_TrainingSet.PubTator.txt", 500, 9385, 1038),  # SOURCE.txt: 1038 / 1012 CID lines
+        ("bc5cdr", "CDR_DevelopmentSet.PubTator.txt", 500, 9591, 1012),
+        ("medmentions-sample", "scispacy_fixture_med_mentions.txt", 3, 115, 0),
+    ],
+)
+def test_every_real_pubtator_line_is_read(folder, name, docs, mentions, relations):
+    path = shared_file(folder, name)
+    text, mention_lines, relation_lines, other = _line_kinds(path)
+    assert (text, mention_lines, relation_lines, other) == (2 * docs, mentions, relations, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # not one line or mention skipped, strict or not
+        for strict in (True, False):
+            read = list(read_pubtator(path, strict=strict))
+            assert len(read) == docs and sum(len(d.mentions) for d in read) == mentions
+
+
+@pytest.mark.parametrize(
+    "parts, expected",
+    [
+        (("ncbi-disease", "NCBItestset_corpus.txt"), "pubtator"),
+        (("bc5cdr", "CDR_DevelopmentSet.PubTator.txt"), "pubtator"),
+        (("medmentions-sample", "scispacy_fixture_med_mentions.txt"), "pubtator"),
+        (("biosyn-concept", "bc5cdr-chemical-cl_dev.concept"), "biosyn"),
+        (("biosyn-concept", "nlm-chem_dev.concept"), "biosyn"),
+        (("xl-bel", "xlbel_v0.0", "en_1k_test_query.txt"), "xlbel"),
+        (("xl-bel", "xlbel_v0.0", "zh_1k_test_query.txt"), "xlbel"),
+        (("xl-bel", "xlbel_v1.0", "ja_1k_test_query_with_context.txt"), "xlbel"),
+    ],
+)
+def test_detect_corpus_format_by_content(tmp_path, parts, expected):
+    source = shared_file(*parts)
+    assert detect_corpus_format(source) == expected
+    renamed = tmp_path / "corpus.txt"  # a name that says nothing
+    with open(source, "rb") as handle:
+        head = handle.read(50_000)
+    renamed.write_bytes(head[: head.rindex(b"\n") + 1])
+    assert detect_corpus_format(renamed) == expected
+
+
+@pytest.mark.parametrize(
+    "parts, seen",
+    [
+        (("medic", "medic_06Jul2012.txt"), "MEDIC-style vocabulary"),
+        (("ontologies", "mondo.json"), "it is JSON"),
+        (("ontologies", "hp.obo"), "an OBO ontology"),
+        (("umls-rrf-samples", "MRCONSO.RRF"), "UMLS MRCONSO vocabulary"),
+        (("mesh-2024", "mesh_id_label_mappings.tsv"), "MeSH descriptor"),
+        (("medmentions-sample", "corpus_pubtator_pmids_dev.txt"), "no line fits"),
+    ],
+)
+def test_detect_corpus_format_refuses_vocabularies(parts, seen):
+    path = shared_file(*parts)
+    with pytest.raises(FormatDetectionError) as info:
+        detect_corpus_format(path)
+    message = str(info.value)
+    assert "\n" not in message and str(path) in message and seen in message
+    assert message.endswith("pass it with --corpus-format, one of: pubtator, biosyn, xlbel")
+
+
+def test_corpus_readers_latin1_names_file_and_line(tmp_path):
+    cases = [
+        (read_xlbel, "C0000001||fever\nC0000002||Sj\u00f6gren\nC0000003||cough\n", 2),
+        (read_biosyn_concepts, "1||0|5||Disease||fever||D1\n1||6|13||Disease||Sj\u00f6gren||D2\n1||14|19||Disease||cough||D3\n", 2),
+        (read_pubtator, "1|t|Sj\u00f6gren syndrome\n1|a|x\n1\t0\t7\tSj\u00f6gren\tDisease\tD1\n", 1),
+    ]
+    for reader, text, kept in cases:
+        path = write(tmp_path, "latin1.txt", text.encode("latin-1"), binary=True)
+        with pytest.raises(VocabularyFormatError, match=r"latin1.txt, line [0-9]+: not valid UTF-8"):
+            list(reader(path))
+        with pytest.warns(CorpusWarning, match="skipped"):
+            read = list(reader(path, strict=False))
+        assert len(read) == (kept if reader is not read_pubtator else 0)

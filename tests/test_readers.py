@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from pathlib import Path
 from typing import List
@@ -355,14 +356,14 @@ def test_obo_json_synthetic(tmp_path):
         {"name": "no id"},
     ]
     path = write(tmp_path, "terms.json", json.dumps(terms))
-    with pytest.raises(VocabularyFormatError, match="terms.json: term 5: term without an 'id'"):
+    with pytest.raises(VocabularyFormatError, match=r"terms.json: \[3\]: term 0000007 without a 'name'"):
         list(read_obo_graph_json(path))
     concepts, messages = read_with_warnings(read_obo_graph_json, path)
     assert [c.id for c in concepts] == ["MONDO:0000004"]
     assert concepts[0].xrefs == ["UMLS:C0001623", "MESH:D000309", "UMLS:C0405580", "MESH:D1"]
     assert concepts[0].alt_ids == ["MONDO:0000099", "MONDO:0000098"]
-    assert "skipped 1 malformed term" in messages[0]
-    with pytest.warns(VocabularyWarning, match="skipped 1 malformed term"):
+    assert len(messages) == 1 and "skipped 2 malformed term" in messages[0]  # [3] without a name, [4] without an id
+    with pytest.warns(VocabularyWarning, match="skipped 2 malformed term"):
         kept = by_id(read_obo_graph_json(path, include_obsolete=True, strict=False))
     assert {"MONDO:0000005", "MONDO:0000006"} <= set(kept)
     assert next(read_obo_graph_json(path, prefix="X", strict=False)).id == "X:0000004"  # not exhausted: no warning
@@ -406,7 +407,7 @@ def test_mesh_synthetic(tmp_path):
         "D000001\tCalcimycin\t\tD02.355|D03.633\t\n"
         "D000007\tOnly three\tcolumns\n",
     )
-    with pytest.raises(VocabularyFormatError, match=r"mesh_desc.tsv, line 3: expected at least 4"):
+    with pytest.raises(VocabularyFormatError, match=r"mesh_desc.tsv, line 3: expected 4 to 5 tab-separated columns"):
         list(read_mesh_descriptors(desc))
     concepts, messages = read_with_warnings(read_mesh_descriptors, desc, trees=["C"])
     assert [c.id for c in concepts] == ["D000006"]
@@ -481,7 +482,7 @@ def test_guess_format(name, expected):
 def test_read_vocabulary_auto_picks_the_reader(tmp_path):
     obo = write(tmp_path, "x.obo", OBO_TEXT)
     assert [c.id for c in read_vocabulary(obo, "auto")] == ["TO:0000001", "TO:0000003"]
-    rrf = write(tmp_path, "MRCONSO.RRF", conso("C1", "Fever", ts="P", ispref="Y"))
+    rrf = write(tmp_path, "concepts.txt", conso("C1", "Fever", ts="P", ispref="Y"))  # content, not name, says umls
     sty = write(tmp_path, "MRSTY.RRF", "C1|T184|x|Sign or Symptom|AT1|256|")
     assert read_vocabulary(rrf, "auto", mrsty=str(sty)).__next__().types == ["T184"]
     json_path = write(tmp_path, "doid.json", json.dumps([{"id": "DOID:4", "name": "disease", "namespace": "doid"}]))
@@ -503,3 +504,331 @@ def test_read_vocabulary_rejects_unknown_format_and_options(tmp_path):
         read_vocabulary(path, "dictionary", trees=["C"])
     with pytest.raises(SapbertError, match="mrsty"):
         read_vocabulary(path, "dictionary", mrsty="MRSTY.RRF")
+
+
+# --- format detection by content ---------------------------------------------------------------------
+
+from spacy_sapbert.readers import FormatDetectionError, detect_format, vocabulary_specs  # noqa: E402
+
+VOCABULARY_FORMAT_LIST = "dictionary, medic, umls, obo, obo-json, mesh, mesh-supp"
+
+
+@pytest.mark.parametrize(
+    "parts, expected",
+    [
+        (("ontologies", "hp.obo"), "obo"),
+        (("ontologies", "mondo.json"), "obo-json"),
+        (("ontologies", "doid.json"), "obo-json"),
+        (("umls-rrf-samples", "MRCONSO.RRF"), "umls"),
+        (("medic", "medic_06Jul2012.txt"), "medic"),
+        (("medic", "ncbi-spell-check.txt"), "dictionary"),
+        (("mesh-2024", "mesh_id_label_mappings.tsv"), "mesh"),
+        (("mesh-2024", "mesh_supp_id_label_mappings.tsv"), "mesh-supp"),
+    ],
+)
+def test_detect_format_of_real_files(parts, expected):
+    assert detect_format(shared_file(*parts)) == expected
+
+
+@pytest.mark.parametrize(
+    "parts, expected",
+    [
+        (("ontologies", "hp.obo"), "obo"),
+        (("ontologies", "doid.json"), "obo-json"),
+        (("umls-rrf-samples", "MRCONSO.RRF"), "umls"),
+        (("mesh-2024", "mesh_id_label_mappings.tsv"), "mesh"),
+    ],
+)
+def test_detect_format_ignores_a_misleading_name(tmp_path, parts, expected):
+    source = shared_file(*parts)
+    with open(source, "rb") as handle:
+        head = handle.read(200_000)
+    if expected != "obo-json":  # JSON cut in the middle is still told by its start
+        head = head[: head.rindex(b"\n") + 1]
+    renamed = tmp_path / "vocabulary.txt"  # the old name-based guess said "dictionary" for this
+    renamed.write_bytes(head)
+    assert detect_format(renamed) == expected
+
+
+def test_renamed_mrconso_is_read_as_umls_not_as_a_dictionary(tmp_path):
+    renamed = tmp_path / "umls_subset.txt"
+    renamed.write_bytes(shared_file("umls-rrf-samples", "MRCONSO.RRF").read_bytes())
+    concepts = list(read_vocabulary(renamed, "auto"))
+    assert [c.id for c in concepts] == ["C0000005", "C0000039"]
+    assert concepts[0].names == ["(131)I-Macroaggregated Albumin", "(131)I-MAA"]
+    # the same with a BOM, CRLF line ends and a name that suggests a dictionary
+    crlf = tmp_path / "dictionary.txt"
+    crlf.write_bytes(b"\xef\xbb\xbf" + renamed.read_bytes().replace(b"\n", b"\r\n"))
+    assert [c.to_dict() for c in read_vocabulary(crlf, "auto")] == [c.to_dict() for c in concepts]
+    assert [fmt for _, fmt, _ in vocabulary_specs([renamed, crlf])] == ["umls", "umls"]
+
+
+@pytest.mark.parametrize(
+    "parts, seen",
+    [
+        (("umls-rrf-samples", "MRSTY.RRF"), "UMLS RRF file other than MRCONSO"),
+        (("umls-rrf-samples", "MRFILES.RRF"), "no line fits a known format"),
+        (("ncbi-disease", "NCBItestset_corpus.txt"), "PubTator corpus"),
+        (("bc5cdr", "CDR_TrainingSet.PubTator.txt"), "PubTator corpus"),
+        (("biosyn-concept", "nlm-chem_dev.concept"), "BioSyn .concept"),
+        (("xl-bel", "xlbel_v1.0", "en_1k_test_query_with_context.txt"), "XL-BEL query file with context"),
+        (("medmentions-sample", "corpus_pubtator_pmids_dev.txt"), "no line fits a known format"),
+    ],
+)
+def test_detect_format_refuses_what_is_not_a_vocabulary(parts, seen):
+    path = shared_file(*parts)
+    with pytest.raises(FormatDetectionError) as info:
+        detect_format(path)
+    message = str(info.value)
+    assert "\n" not in message and str(path) in message and seen in message
+    assert message.endswith(f"pass it with --format (--vocab-format), one of: {VOCABULARY_FORMAT_LIST}")
+    with pytest.raises(SapbertError, match="cannot tell the format"):
+        read_vocabulary(path, "auto")
+    with pytest.raises(SapbertError, match="cannot tell the format"):
+        vocabulary_specs([path])
+
+
+@pytest.mark.parametrize(
+    "content, seen",
+    [
+        (b"", "no non-blank line"),
+        (b"\n  \n", "no non-blank line"),
+        (b"just some words\nand more words\n", "no line fits"),
+        (b'{"terms": []}', "JSON that is neither"),
+        (b'["a", "b"]', "JSON that is neither"),
+        (b"\xff\xfeD\x001\x00|\x00|\x00a\x00", "UTF-16"),
+        (b"D1||a\nD2||b\njunk\njunk\njunk\njunk\njunk\n", "only 2 of the first 7 lines fit one format"),
+    ],
+)
+def test_detect_format_refuses_with_one_line(tmp_path, content, seen):
+    path = tmp_path / "unknown.dat"
+    path.write_bytes(content)
+    with pytest.raises(FormatDetectionError) as info:
+        detect_format(path)
+    assert "\n" not in str(info.value) and "unknown.dat" in str(info.value) and seen in str(info.value)
+
+
+def test_detect_format_majority_and_name_tie_break(tmp_path):
+    # one damaged line among real-looking ones does not change the answer
+    path = write(tmp_path, "a.dat", conso("C0000001", "fever") + "\nbroken line\n" + conso("C0000002", "cough") + "\n")
+    assert detect_format(path) == "umls"
+    with pytest.raises(VocabularyFormatError, match="a.dat, line 2"):
+        list(read_vocabulary(path, "auto"))  # and the reader names the damaged line
+    # a descriptor row and an SCR row fit mesh and mesh-supp equally: the file name decides, or nothing does
+    rows = "D000001\tCalcimycin\t\tD02.355\t\nC000002\tbevonium\t\tD001561\n"
+    assert detect_format(write(tmp_path, "mesh_supp_2024.tsv", rows)) == "mesh-supp"
+    assert detect_format(write(tmp_path, "mesh_2024.tsv", rows)) == "mesh"
+    with pytest.raises(FormatDetectionError, match="fit mesh and mesh-supp equally"):
+        detect_format(write(tmp_path, "rows.txt", rows))
+    # an empty file: only the name can say
+    assert detect_format(write(tmp_path, "empty.obo", "")) == "obo"
+    # a BOM before JSON or OBO
+    assert detect_format(write(tmp_path, "t.txt", '\ufeff[{"id": "X:1", "name": "x"}]')) == "obo-json"
+    assert detect_format(write(tmp_path, "o.txt", "\ufeff! comment\n[Term]\nid: X:1\nname: x\n")) == "obo"
+    assert [c.id for c in read_vocabulary(tmp_path / "t.txt", "auto")] == ["X:1"]
+
+
+# --- wrong types in JSON -------------------------------------------------------------------------
+
+GOOD_TERM = {"id": "0000004", "name": "adrenal insufficiency", "namespace": "mondo", "synonyms": ["hypoadrenalism"],
+             "xrefs": [{"id": "C0001623", "namespace": "UMLS"}], "alt_ids": ["0000099"]}
+
+
+@pytest.mark.parametrize(
+    "change, where, problem",
+    [
+        ({"synonyms": "hypoadrenalism"}, "[1].synonyms", "expected an array, got string 'hypoadrenalism'"),
+        ({"synonyms": 3}, "[1].synonyms", "expected an array, got number 3"),
+        ({"synonyms": ["a", 7]}, "[1].synonyms[1]", "expected a string, got number 7"),
+        ({"synonyms": [{"value": ["x"]}]}, "[1].synonyms[0].value", "expected a string, got array"),
+        ({"id": 4}, "[1].id", "expected a string, got number 4"),
+        ({"id": ""}, "[1]", "term without an 'id'"),
+        ({"name": {"en": "x"}}, "[1].name", "expected a string, got object"),
+        ({"name": ""}, "[1]", "term 0000005 without a 'name'"),
+        ({"namespace": ["mondo"]}, "[1].namespace", "expected a string, got array"),
+        ({"xrefs": {"id": "C1", "namespace": "UMLS"}}, "[1].xrefs", "expected an array, got object"),
+        ({"xrefs": [{"id": 1, "namespace": "UMLS"}]}, "[1].xrefs[0].id", "expected a string, got number 1"),
+        ({"xrefs": [{"namespace": "UMLS"}]}, "[1].xrefs[0]", "xref without an 'id' or a 'namespace'"),
+        ({"xrefs": [5]}, "[1].xrefs[0]", "expected an object, got number 5"),
+        ({"alt_ids": "0000099"}, "[1].alt_ids", "expected an array, got string '0000099'"),
+        ({"alt_ids": [99]}, "[1].alt_ids[0]", "expected a string, got number 99"),
+        ({"deprecated": "yes"}, "[1].deprecated", "expected true or false, got string 'yes'"),
+    ],
+)
+def test_obo_json_wrong_types_name_the_json_path(tmp_path, change, where, problem):
+    bad = {**GOOD_TERM, "id": "0000005", **change}
+    path = write(tmp_path, "terms.json", json.dumps([GOOD_TERM, bad, {**GOOD_TERM, "id": "0000006"}]))
+    with pytest.raises(VocabularyFormatError) as info:
+        list(read_obo_graph_json(path))
+    assert str(info.value) == f"{path}: {where}: {problem}"
+    concepts, messages = read_with_warnings(read_obo_graph_json, path)
+    assert [c.id for c in concepts] == ["MONDO:0000004", "MONDO:0000006"]
+    assert len(messages) == 1 and "skipped 1 malformed term" in messages[0] and where in messages[0]
+
+
+def test_obo_json_not_strict_counts_every_skipped_term(tmp_path):
+    terms = [GOOD_TERM, {**GOOD_TERM, "id": 5}, "a string", {**GOOD_TERM, "id": "7", "synonyms": "x"}, {**GOOD_TERM, "id": "8"}, None]
+    path = write(tmp_path, "terms.json", json.dumps(terms))
+    concepts, messages = read_with_warnings(read_obo_graph_json, path)
+    assert [c.id for c in concepts] == ["MONDO:0000004", "MONDO:8"]
+    assert len(messages) == 1 and "skipped 4 malformed term(s)" in messages[0] and "[1].id" in messages[0]
+
+
+def test_obo_json_top_level_and_encoding_errors(tmp_path):
+    for content, problem in [
+        (b'{"terms": []}', "got object without 'graphs'"),
+        (b"42", "got number"),
+        (b'{"graphs": {"nodes": []}}', "graphs: expected an array, got object"),
+        (b'[\n {"id": "X:1",\n  "name": "caf\xe9"}]', "line 3: not valid UTF-8"),
+        (b"[" * 100000, "not valid JSON"),
+    ]:
+        path = tmp_path / "x.json"
+        path.write_bytes(content)
+        for strict in (True, False):
+            with pytest.raises(VocabularyFormatError, match=problem) as info:
+                list(read_obo_graph_json(path, strict=strict))
+            assert "\n" not in str(info.value) and "x.json" in str(info.value)
+
+
+# --- OBO-graph JSON --------------------------------------------------------------------------------
+
+OBO_NS = "http://www.geneontology.org/formats/oboInOwl#"
+GRAPH = {
+    "graphs": [{
+        "id": "http://purl.obolibrary.org/obo/hp.json",
+        "nodes": [
+            {"id": "http://purl.obolibrary.org/obo/HP_0000002", "lbl": "Abnormality of body height", "type": "CLASS",
+             "meta": {"synonyms": [{"pred": "hasExactSynonym", "val": "Abnormality of body height"},
+                                   {"pred": "hasRelatedSynonym", "val": "Height abnormality"}],
+                      "xrefs": [{"val": "UMLS:C4025901"}, {"val": "MSH:D001836"}],
+                      "basicPropertyValues": [{"pred": OBO_NS + "hasOBONamespace", "val": "human_phenotype"},
+                                              {"pred": OBO_NS + "hasAlternativeId", "val": "HP:0000001"}]}},
+            {"id": "http://purl.obolibrary.org/obo/HP_0000003", "lbl": "Multicystic kidney dysplasia", "type": "CLASS"},
+            {"id": "http://purl.obolibrary.org/obo/HP_0000004", "lbl": "obsolete thing", "type": "CLASS",
+             "meta": {"deprecated": True}},
+            {"id": "http://purl.obolibrary.org/obo/UBERON_0000001"},
+            {"id": "http://purl.obolibrary.org/obo/BFO_0000050", "lbl": "part of", "type": "PROPERTY"},
+        ],
+        "edges": [],
+    }]
+}
+
+
+def test_obo_graph_json_nodes(tmp_path):
+    path = write(tmp_path, "hp-graph.json", json.dumps(GRAPH))
+    concepts = list(read_obo_graph_json(path))
+    assert [c.id for c in concepts] == ["HP:0000002", "HP:0000003"]  # no deprecated, reference or property node
+    first = concepts[0]
+    assert first.synonyms == ["Height abnormality"] and first.types == ["human_phenotype"]
+    assert first.xrefs == ["UMLS:C4025901", "MESH:D001836"] and first.alt_ids == ["HP:0000001"]
+    assert "HP:0000004" in by_id(read_obo_graph_json(path, include_obsolete=True))
+    assert detect_format(path) == "obo-json"
+
+
+@pytest.mark.parametrize(
+    "node_change, where",
+    [
+        ({"meta": {"synonyms": "x"}}, "graphs[0].nodes[1].meta.synonyms: expected an array, got string"),
+        ({"meta": {"synonyms": [{"val": 3}]}}, "graphs[0].nodes[1].meta.synonyms[0].val: expected a string, got number 3"),
+        ({"meta": {"xrefs": ["UMLS:C1"]}}, "graphs[0].nodes[1].meta.xrefs[0]: expected an object, got string"),
+        ({"meta": "x"}, "graphs[0].nodes[1].meta: expected an object, got string"),
+        ({"lbl": 12}, "graphs[0].nodes[1].lbl: expected a string, got number 12"),
+        ({"lbl": ""}, "graphs[0].nodes[1].lbl: empty label"),
+        ({"id": ["HP:1"]}, "graphs[0].nodes[1].id: expected a string, got array"),
+        ({"type": "KLASS"}, "graphs[0].nodes[1].type: expected CLASS, INDIVIDUAL or PROPERTY"),
+        ({"meta": {"deprecated": "true"}}, "graphs[0].nodes[1].meta.deprecated: expected true or false"),
+    ],
+)
+def test_obo_graph_json_wrong_types(tmp_path, node_change, where):
+    graph = json.loads(json.dumps(GRAPH))
+    graph["graphs"][0]["nodes"][1].update(node_change)
+    path = write(tmp_path, "g.json", json.dumps(graph))
+    with pytest.raises(VocabularyFormatError, match=re.escape(f"g.json: {where}")):
+        list(read_obo_graph_json(path))
+    concepts, messages = read_with_warnings(read_obo_graph_json, path)
+    assert [c.id for c in concepts] == ["HP:0000002"]
+    assert len(messages) == 1 and "skipped 1 malformed term" in messages[0]
+
+
+def test_obo_graph_json_bad_graph_is_one_skip(tmp_path):
+    graph = {"graphs": [GRAPH["graphs"][0], {"nodes": "none"}, 7]}
+    path = write(tmp_path, "g.json", json.dumps(graph))
+    with pytest.raises(VocabularyFormatError, match=r"graphs\[1\]\.nodes: expected an array"):
+        list(read_obo_graph_json(path))
+    concepts, messages = read_with_warnings(read_obo_graph_json, path)
+    assert [c.id for c in concepts] == ["HP:0000002", "HP:0000003"]
+    assert "skipped 2 malformed term" in messages[0]
+
+
+# --- strictness of the line readers -----------------------------------------------------------------
+
+
+def test_obo_empty_values_nameless_terms_and_broken_headers(tmp_path):
+    text = (
+        "format-version: 1.2\n\n"
+        "[Term]\nid: X:1\nname: one\n\n"
+        "[Term]\nid: X:2\nname:\n\n"           # empty name line: the line is malformed, the term lost (counted once)
+        "[Term]\nid: X:3\n\n"                  # no name at all: the stanza is malformed
+        "[Term\nid: X:4\nname: four\n\n"       # broken header: the whole stanza is skipped, counted once
+        "[Term]\nid: X:5\nname: five\nis_obsolete: maybe\n\n"
+        "[Term]\nid: X:6\nname: six\n"
+    )
+    path = write(tmp_path, "t.obo", text)
+    with pytest.raises(VocabularyFormatError, match=r"t.obo, line 9: empty 'name'"):
+        list(read_obo(path))
+    concepts, messages = read_with_warnings(read_obo, path)
+    assert [c.id for c in concepts] == ["X:1", "X:5", "X:6"]
+    assert len(messages) == 1 and "skipped 4 " in messages[0]
+    for broken, problem in [("[Term]\nid: X:3\n", "line 1: \\[Term\\] X:3 without a 'name'"),
+                            ("[Term\nid: X:4\nname: four\n", "line 1: stanza header without"),
+                            ("[Term]\nid:\nname: x\n", "line 2: empty 'id'"),
+                            ("[Term]\nid: X:1\nname: x\nis_obsolete: maybe\n", "line 4: is_obsolete must be")]:
+        with pytest.raises(VocabularyFormatError, match=problem):
+            list(read_obo(write(tmp_path, "b.obo", broken)))
+
+
+def test_mesh_field_counts_and_unbalanced_quotes(tmp_path):
+    path = write(
+        tmp_path,
+        "mesh_supp.tsv",
+        "C000002\tbevonium\t\tD001561\n"
+        'C000003\t"unbalanced\tname\t\tD000001\n'     # an open quote costs this line only
+        "C000004\tfive\tcolumns\tD000002\textra\n"     # SCR rows have 4 columns
+        "C000005\t\t\tD000003\n"                        # empty name
+        "C000006\tkept\t\tD000004\n",
+    )
+    with pytest.raises(VocabularyFormatError, match=r"mesh_supp.tsv, line 2: not valid TSV"):
+        list(read_mesh_supplementary(path))
+    concepts, messages = read_with_warnings(read_mesh_supplementary, path)
+    assert [c.id for c in concepts] == ["C000002", "C000006"]
+    assert len(messages) == 1 and "skipped 3 " in messages[0] and "first at line 2" in messages[0]
+    with pytest.raises(VocabularyFormatError, match=r"line 3: expected 4 tab-separated columns"):
+        list(read_mesh_supplementary(write(tmp_path, "s.tsv", "C000002\tbevonium\t\tD001561\n" * 2 + "C1\tx\t\tD1\textra\n")))
+
+
+def test_bom_at_the_start_of_any_line_is_ignored(tmp_path):
+    # files concatenated with `cat` keep each part's byte-order mark
+    path = write(tmp_path, "cat.txt", "\ufeffD1||a\n\ufeffD2||b\n")
+    assert [c.id for c in read_dictionary(path)] == ["D1", "D2"]
+
+
+LATIN1_CASES = [
+    (read_dictionary, "D1||fever\nD2||Sj\u00f6gren syndrome\nD3||cough\n", ["D1", "D3"]),
+    (read_mrconso, conso("C0000001", "fever") + "\n" + conso("C0000002", "Sj\u00f6gren") + "\n" + conso("C0000003", "cough") + "\n",
+     ["C0000001", "C0000003"]),
+    (read_obo, "[Term]\nid: X:1\nname: fever\nsynonym: \"Sj\u00f6gren\" EXACT []\n", ["X:1"]),
+    (read_mesh_descriptors, "D000001\tfever\t\tC01\t\nD000002\tSj\u00f6gren\t\tC02\t\nD000003\tcough\t\tC03\t\n", ["D000001", "D000003"]),
+]
+
+
+@pytest.mark.parametrize("reader, text, kept", LATIN1_CASES, ids=lambda value: getattr(value, "__name__", ""))
+def test_latin1_files_name_file_and_line(tmp_path, reader, text, kept):
+    path = tmp_path / "latin1.txt"
+    path.write_bytes(text.encode("latin-1"))
+    with pytest.raises(VocabularyFormatError) as info:
+        list(reader(path))
+    message = str(info.value)
+    assert "latin1.txt, line " in message and "not valid UTF-8" in message and "\n" not in message
+    concepts, messages = read_with_warnings(reader, path)
+    assert [c.id for c in concepts] == kept
+    assert len(messages) == 1 and "skipped 1 " in messages[0]

@@ -10,7 +10,6 @@ format modules are imported, so that `from . import MalformedLine, ...` inside t
 """
 from __future__ import annotations
 
-import fnmatch
 import inspect
 import warnings
 from pathlib import Path
@@ -86,7 +85,8 @@ def numbered_lines(path: Path, policy: LinePolicy) -> Iterator[Tuple[int, str]]:
     """(line number, text without line end) for each line of a UTF-8 file.
 
     Read in binary and decoded line by line so an invalid byte is reported with its line number
-    (and, when not strict, only that line is skipped).
+    (and, when not strict, only that line is skipped). Lines end at "\n" ("\r\n" is accepted); a UTF-8
+    byte-order mark at the start of a line is dropped.
     """
     with open(path, "rb") as handle:
         for line_no, raw in enumerate(handle, 1):
@@ -96,7 +96,7 @@ def numbered_lines(path: Path, policy: LinePolicy) -> Iterator[Tuple[int, str]]:
             except UnicodeDecodeError as err:
                 policy.reject(line_no, f"not valid UTF-8 (byte 0x{raw[err.start]:02x} at column {err.start + 1})", raw)
                 continue
-            if line_no == 1 and text.startswith("\ufeff"):
+            if text.startswith("\ufeff"):  # a byte-order mark, also where files were concatenated
                 text = text[1:]
             yield line_no, text
 
@@ -106,6 +106,13 @@ from .dictionary import read_dictionary, read_spell_check  # noqa: E402
 from .mesh import read_mesh_descriptors, read_mesh_supplementary  # noqa: E402
 from .obo import read_obo, read_obo_graph_json  # noqa: E402
 from .umls import read_mrconso, read_mrrel_tradenames, read_mrsty  # noqa: E402
+from .detect import (  # noqa: E402
+    VOCABULARY_FORMATS,
+    FormatDetectionError,
+    detect_corpus_format,
+    detect_format,
+    format_from_name,
+)
 
 READERS: Dict[str, Callable[..., Iterator[Concept]]] = {
     "dictionary": read_dictionary,
@@ -116,34 +123,34 @@ READERS: Dict[str, Callable[..., Iterator[Concept]]] = {
     "mesh": read_mesh_descriptors,
     "mesh-supp": read_mesh_supplementary,
 }
+assert tuple(READERS) == VOCABULARY_FORMATS
 FORMATS = tuple(READERS) + ("auto",)
 
 
 def guess_format(path: PathLike) -> str:
-    """The reader format for a file name: .obo, .json, MRCONSO*, mesh*supp*.tsv, .tsv, else dictionary."""
-    name = Path(path).name.lower()
-    if name.endswith(".obo"):
-        return "obo"
-    if name.endswith(".json"):
-        return "obo-json"
-    if name.startswith("mrconso"):
-        return "umls"
-    if fnmatch.fnmatch(name, "mesh*supp*.tsv"):
-        return "mesh-supp"
-    if name.endswith(".tsv"):
-        return "mesh"
-    return "dictionary"
+    """The reader format a file *name* suggests (.obo, .json, MRCONSO*, mesh*supp*.tsv, .tsv), else dictionary.
+
+    `auto` does not use this: it reads the content (detect_format) and uses the name only to break ties.
+    """
+    return format_from_name(path) or "dictionary"
+
+
+def resolve_format(path: PathLike, format: str) -> str:
+    """`format`, or for "auto" the format told from the file's content; SapbertError for an unknown name."""
+    if format == "auto":
+        return detect_format(path)
+    if format not in READERS:
+        raise SapbertError(f"unknown vocabulary format {format!r}; use one of: {', '.join(FORMATS)}")
+    return format
 
 
 def read_vocabulary(path: PathLike, format: str, **options: Any) -> Iterator[Concept]:
-    """Concepts of a vocabulary file in the given format ("auto": guessed from the file name).
+    """Concepts of a vocabulary file in the given format ("auto": told from the file's content, see detect_format).
 
     `options` go to the format's reader (e.g. strict=False, trees=["C"], languages=None). For "umls",
     `mrsty=<path to MRSTY.RRF>` fills the concepts' semantic types.
     """
-    fmt = guess_format(path) if format == "auto" else format
-    if fmt not in READERS:
-        raise SapbertError(f"unknown vocabulary format {format!r}; use one of: {', '.join(FORMATS)}")
+    fmt = resolve_format(path, format)
     reader = READERS[fmt]
     options = dict(options)
     accepted = [name for name in inspect.signature(reader).parameters if name != "path"]
@@ -165,10 +172,13 @@ def read_vocabulary(path: PathLike, format: str, **options: Any) -> Iterator[Con
 def vocabulary_specs(
     paths: Sequence[PathLike], format: str = "auto", mesh_trees: Sequence[str] = ()
 ) -> List[Tuple[Path, str, Dict[str, Any]]]:
-    """(path, format, reader options) for each file; `mesh_trees` filters MeSH descriptor files by tree."""
+    """(path, format, reader options) for each file ("auto": told from each file's content, now).
+
+    `mesh_trees` filters MeSH descriptor files by tree.
+    """
     specs = []
     for path in paths:
-        fmt = guess_format(path) if format == "auto" else format
+        fmt = resolve_format(path, format)
         options: Dict[str, Any] = {"trees": list(mesh_trees)} if fmt == "mesh" and mesh_trees else {}
         specs.append((Path(path), fmt, options))
     return specs
@@ -187,6 +197,10 @@ def read_vocabularies(specs: Sequence[Tuple[PathLike, str, Dict[str, Any]]], **c
 
 __all__ = [
     "FORMATS",
+    "FormatDetectionError",
+    "detect_corpus_format",
+    "detect_format",
+    "resolve_format",
     "read_vocabularies",
     "vocabulary_specs",
     "MalformedLine",

@@ -7,7 +7,7 @@ PubTator (NCBI-disease, BC5CDR, MedMentions), one block per document, blank line
     PMID|t|title
     PMID|a|abstract
     PMID<TAB>start<TAB>end<TAB>mention<TAB>type<TAB>concept_id[<TAB>composite parts]
-    PMID<TAB>CID<TAB>chemical<TAB>disease          (relation line: skipped)
+    PMID<TAB>CID<TAB>chemical<TAB>disease          (relation line: checked, then skipped)
 
 Offsets are 0-based, end-exclusive character offsets into ``title + " " + abstract``. The gold id is
 kept exactly as written ("D003924", "OMIM:215600", "D001|D002", "D001+D002", "UMLS:C0010674", "-1").
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, List, Optional, Tuple
 
 from ..errors import SapbertError
-from . import LinePolicy, MalformedLine, PathLike, VocabularyWarning, check_file, numbered_lines
+from . import LinePolicy, MalformedLine, PathLike, VocabularyWarning, check_file, detect_corpus_format, numbered_lines
 
 if TYPE_CHECKING:  # spaCy is imported only when Docs are made
     from spacy.tokens import Doc
@@ -41,10 +41,12 @@ __all__ = [
     "Document",
     "Mention",
     "Query",
+    "detect_corpus_format",
     "document_to_doc",
     "documents_to_docs",
     "parse_biosyn_concept_line",
     "parse_pubtator_mention",
+    "parse_pubtator_relation",
     "parse_xlbel_line",
     "queries_from_documents",
     "read_biosyn_concepts",
@@ -101,31 +103,55 @@ class _CorpusPolicy(LinePolicy):
 _TEXT_LINE = re.compile(r"([^|\t]+)\|([ta])\|(.*)\Z", re.DOTALL)
 
 
+_INT = re.compile(r"-?[0-9]{1,18}\Z")  # an offset; more digits would be no offset (and int() refuses > 4300)
+_RELATION_TYPE = re.compile(r"[A-Za-z][A-Za-z0-9_-]*\Z")
+
+
 def _is_int(value: str) -> bool:
-    value = value.strip()
-    return value.isdigit() or (value.startswith("-") and value[1:].isdigit())
+    """Whether `value` (outer whitespace aside) is an integer of at most 18 ASCII digits."""
+    return bool(_INT.match(value.strip()))
 
 
-def parse_pubtator_mention(line: str) -> Optional[Tuple[str, Mention]]:
-    """(PMID, Mention) of a PubTator annotation line; None for a relation line (second field not an integer).
+def parse_pubtator_relation(line: str) -> Optional[str]:
+    """The PMID of a relation line ``PMID<TAB>relation<TAB>id<TAB>id`` (e.g. BC5CDR's CID lines), else None."""
+    fields = line.split("\t")
+    if len(fields) != 4 or not _RELATION_TYPE.match(fields[1].strip()):
+        return None
+    if not fields[0].strip() or not fields[2].strip() or not fields[3].strip():
+        return None
+    return fields[0].strip()
 
-    A line whose second field is an integer is a mention line and must have at least 6 tab-separated
-    fields (PMID, start, end, mention, type, concept id); otherwise MalformedLine.
+
+def parse_pubtator_mention(line: str) -> Tuple[str, Mention]:
+    """(PMID, Mention) of a PubTator mention line; MalformedLine if it is not one.
+
+    A mention line has 6 or 7 tab-separated fields (PMID, start, end, mention, type, concept id[, the
+    parts of a composite mention]) and integer offsets. Relation lines are told apart before this
+    (parse_pubtator_relation); any other tab-separated line is malformed.
     """
     fields = line.split("\t")
-    if len(fields) < 2 or not _is_int(fields[1]):
-        return None  # relation (CID) or other non-mention annotation line
-    if len(fields) < 6:
+    if len(fields) < 2 or (len(fields) < 5 and not _is_int(fields[1])):
         raise MalformedLine(
-            f"mention line has {len(fields)} tab-separated fields, expected at least 6 "
-            "(PMID, start, end, mention, type, concept id)"
+            f"neither a mention line (PMID, start, end, mention, type, concept id) nor a relation line "
+            f"(PMID, relation, id, id): {len(fields)} tab-separated fields"
+        )
+    if not _is_int(fields[1]):
+        raise MalformedLine(f"start offset {fields[1].strip()!r} is not an integer")
+    if not 6 <= len(fields) <= 7:
+        raise MalformedLine(
+            f"mention line has {len(fields)} tab-separated fields, expected 6 "
+            "(PMID, start, end, mention, type, concept id) or 7 (with the parts of a composite mention)"
         )
     pmid, start_s, end_s, text, label, gold = (f.strip() if i != 3 else f for i, f in enumerate(fields[:6]))
+    if not pmid:
+        raise MalformedLine("empty PMID")
     if not _is_int(end_s):
         raise MalformedLine(f"end offset {end_s!r} is not an integer")
     start, end = int(start_s), int(end_s)
     if start < 0 or end <= start:
         raise MalformedLine(f"bad offsets {start}-{end}")
+    if not label:
+        raise MalformedLine("empty type")
     if not gold:
         raise MalformedLine("empty concept id (use -1 for a mention without concept)")
     parts: List[str] = []
@@ -152,9 +178,13 @@ def read_pubtator(path: PathLike, strict: bool = True) -> Iterator[Document]:
     """Documents of a PubTator file (NCBI-disease, BC5CDR, MedMentions), in file order.
 
     Each block is one Document (a PMID that occurs in two blocks -- NCBI train has 8528200 twice -- gives
-    two Documents). Relation lines are skipped. Every mention's text must equal ``text[start:end]``
-    up to whitespace at its ends (NCBI train line 3249 has trailing spaces; the offsets decide and
-    Mention.text is then ``text[start:end]``). Otherwise strict raises VocabularyFormatError(file, line), otherwise the mention is skipped with a warning.
+    two Documents). Relation lines (exactly ``PMID<TAB>relation<TAB>id<TAB>id``) must belong to the
+    document they are in and are then skipped; any other tab-separated line that is not a valid
+    mention line -- e.g. one whose start offset is not an integer -- is malformed. Every mention's text
+    must equal ``text[start:end]`` up to whitespace at its ends (NCBI train line 3249 has trailing
+    spaces; the offsets decide and Mention.text is then ``text[start:end]``). A malformed line or
+    mention raises VocabularyFormatError(file, line) when strict; otherwise it is skipped and counted
+    in one warning (a document without a title line counts once, with its mentions).
     """
     return _read_pubtator(check_file(path), strict)
 
@@ -230,14 +260,17 @@ def _read_pubtator(path: Path, strict: bool) -> Iterator[Document]:
         if "\t" not in line:
             policy.reject(line_no, "neither a 'PMID|t|' / 'PMID|a|' text line nor a tab-separated annotation line", line)
             continue
+        relation_of = parse_pubtator_relation(line)
+        if relation_of is not None:
+            if current is None or current.id != relation_of:
+                expected = "no document" if current is None else f"document {current.id}"
+                policy.reject(line_no, f"relation of document {relation_of} inside {expected}", line)
+            continue  # relation lines are not mentions
         try:
-            parsed = parse_pubtator_mention(line)
+            pmid, mention = parse_pubtator_mention(line)
         except MalformedLine as err:
             policy.reject(line_no, str(err), line)
             continue
-        if parsed is None:
-            continue
-        pmid, mention = parsed
         if current is None or current.id != pmid:
             expected = "no document" if current is None else f"document {current.id}"
             policy.reject(line_no, f"mention of document {pmid} inside {expected}", line)
@@ -264,6 +297,8 @@ def parse_biosyn_concept_line(line: str) -> Optional[Query]:
             f"{len(fields)} '||'-separated fields, expected 5 (PMID||start|end||type||mention||concept_id)"
         )
     pmid, offsets, label, mention, gold = (f.strip() for f in fields)
+    if not pmid:
+        raise MalformedLine("empty PMID")
     bounds = offsets.split("|")
     if len(bounds) != 2 or not all(_is_int(b) for b in bounds):
         raise MalformedLine(f"offsets {offsets!r} are not 'start|end'")

