@@ -233,9 +233,10 @@ def test_memory_settings_from_a_report_or_a_plain_mapping():
     from spacy_sapbert.errors import SapbertError
     from spacy_sapbert.memory import MemorySettings
 
-    assert MemorySettings.from_dict({"memory_k": 8, "memory_weight": 0.3}) == MemorySettings(8, 0.3)
-    report = {"memory": {"settings": {"memory_k": 2, "memory_weight": 0.2, "concept_temperature": 0.05, "memory_temperature": 0.1}}}
-    assert MemorySettings.from_dict(report) == MemorySettings(2, 0.2, 0.05, 0.1)
+    assert MemorySettings.from_dict({"memory_k": 8, "memory_weight": 0.3}) == MemorySettings(8, 0.3, 0.01, 1.0, "published")
+    report = {"memory": {"settings": {"memory_k": 2, "memory_weight": 0.2, "concept_temperature": 0.05, "memory_temperature": 0.1,
+                                      "memory_mixture": "union"}}}
+    assert MemorySettings.from_dict(report) == MemorySettings(2, 0.2, 0.05, 0.1, "union")
     with pytest.raises(SapbertError, match="unknown memory setting.*lambda"):
         MemorySettings.from_dict({"lambda": 0.1}, source="x.json")
 
@@ -253,7 +254,8 @@ def test_evaluate_command_tunes_the_memory_on_dev_and_reuses_the_settings(tmp_pa
     name = Path(tiny_bert).name
     memory = dev["memory"]
     assert memory["tuned_on_this_corpus"] and memory["n_entries"] == 3  # hepatoma, heart failure, nephropathy
-    assert len(memory["grid"]) == 5 * 8 * 4 * 5
+    assert len(memory["grid"]) == 2 * 5 * 8 * 4 * 5  # both mixtures
+    assert {row["memory_mixture"] for row in memory["grid"]} == {"published", "union"}
     assert memory["settings"] == {k: memory["grid"][0][k] for k in memory["settings"]}
     tuned = dev["results"][f"{name} + memory (tuned here)"]["strict"]
     assert tuned["acc@1"] == memory["grid"][0]["acc@1"] == 1.0  # every query is in the memory
