@@ -84,6 +84,21 @@ def test_composite_is_a_hit_only_when_every_part_is():
     assert ranks == [1, None] and metrics["acc@1"] == 0.5
 
 
+def test_bc5cdr_listed_composite_parts_are_searched_and_scored():
+    """BC5CDR lists a composite's parts by hand; they, not the mention or the coordination rule, are the queries."""
+    from spacy_sapbert.readers.corpora import read_pubtator
+
+    path = shared_file("bc5cdr", "CDR_TrainingSet.PubTator.txt")
+    [document] = [d for d in read_pubtator(path) if d.id == "20722491"]
+    mentions, _ = mentions_from_documents([document], Preprocessing(), labels=["Disease"])
+    [composite] = [m for m in mentions if m.text == "colorectal, breast and head and neck cancers"]
+    assert composite.gold == "D015179|D001943|D006258"
+    assert composite.queries == ["colorectal cancers", "breast cancers", "head and neck cancers"]
+    parts = [Concept("D015179", "colorectal cancers"), Concept("D001943", "breast cancers"), Concept("D006258", "head and neck cancers")]
+    metrics, ranks = score_retriever(ExactMatchRetriever(parts), [composite], KnowledgeBase(parts))
+    assert ranks == [1] and metrics["acc@1"] == 1.0
+
+
 def test_missing_gold_ids_are_counted_not_fatal():
     kb = KnowledgeBase(vocabulary())
     mentions = [EvalMention("a", "D404", ["a"]), EvalMention("b", "D1+D404", ["b"]), EvalMention("c", "D1", ["c"])]
@@ -114,6 +129,19 @@ def test_biosyn_protocol_adds_names_for_every_system():
     results = run_protocols(systems, concepts, mentions, [("D2", "liver tumour")], progress=False)
     assert results["exact"]["strict"]["acc@1"] == 0.0 and results["exact"]["biosyn"]["acc@1"] == 1.0
     assert results["tfidf"]["biosyn"]["acc@1"] == 1.0
+
+
+def test_biosyn_protocol_adds_training_mentions_to_the_encoder_index(tiny_bert):
+    """The encoder systems' biosyn rows: the training mentions become names in the strict index (add_names)."""
+    from spacy_sapbert.evaluation import EncoderRetriever, build_encoder_index
+
+    concepts = vocabulary()
+    base, mentions = misled_mentions(tiny_bert, concepts)  # the encoder ranks a wrong concept first
+    extra = [(m.gold, m.text) for m in mentions]
+    systems = [System("tiny", lambda dictionary: EncoderRetriever("tiny", base.encoder, build_encoder_index(base.encoder, dictionary)))]
+    results = run_protocols(systems, concepts, mentions, extra, progress=False)
+    assert results["tiny"]["strict"]["acc@1"] == 0.0
+    assert results["tiny"]["biosyn"]["acc@1"] == 1.0  # each mention is now a name of its gold concept
 
 
 def test_end_to_end_precision_recall_f1(tiny_bert):
@@ -227,6 +255,33 @@ def test_tune_memory_finds_that_the_memory_fixes_what_the_encoder_gets_wrong(tin
     assert rows[0]["acc@1"] == 1.0 and rows[0]["memory_weight"] > 0.0
     assert [r["acc@1"] for r in rows] == sorted((r["acc@1"] for r in rows), reverse=True)
     assert score_retriever(MemoryRetriever("m", base, [(m.text, m.gold) for m in mentions], MemorySettings(1, 0.9)), mentions, kb)[0]["acc@1"] == 1.0
+
+
+class FixedCandidates:
+    """A stand-in MemoryRetriever: fixed concept hits and memory neighbours for every query."""
+
+    def __init__(self, concepts, neighbours):
+        self.concepts, self.neighbours = concepts, neighbours
+
+    def candidates(self, texts, k, memory_k):
+        return [self.concepts[:k] for _ in texts], [self.neighbours[:memory_k] for _ in texts]
+
+
+def test_tune_memory_scores_each_memory_k_with_only_that_many_neighbours():
+    """Neighbours are retrieved once for the largest memory_k; a row of memory_k = 1 must see one.
+
+    The index ranks the gold A just above B; the nearest neighbour votes for B, the second for A.
+    With one neighbour B's vote wins; with both, the votes nearly cancel and the index's lead puts A
+    first (test_memory.test_memory_k_cuts_the_neighbours_before_mixing has the numbers, names swapped).
+    """
+    from spacy_sapbert.evaluation import tune_memory
+
+    kb = KnowledgeBase([Concept("A", "a"), Concept("B", "b")])
+    retriever = FixedCandidates([("A", 0.90), ("B", 0.89)], [("B", 0.99), ("A", 0.98)])
+    grid = {"memory_k": (1, 2), "memory_weight": (0.5,), "concept_temperature": (0.01,), "memory_temperature": (1.0,)}
+    rows = tune_memory(retriever, [EvalMention("q", "A", ["q"])], kb, grid)
+    assert {row["memory_k"]: row["acc@1"] for row in rows} == {1: 0.0, 2: 1.0}
+    assert {row["memory_mixture"] for row in rows} == {"published"}  # not in this grid: the default
 
 
 def test_memory_settings_from_a_report_or_a_plain_mapping():

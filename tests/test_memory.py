@@ -7,7 +7,7 @@ import spacy
 from spacy.tokens import Span
 
 from spacy_sapbert.errors import IndexFormatError, SapbertError
-from spacy_sapbert.memory import MemorySettings, MentionMemory, mix_scores, softmax
+from spacy_sapbert.memory import MIXTURES, MemorySettings, MentionMemory, mix_scores, softmax
 
 
 def test_softmax_is_stable_and_sharpened_by_a_low_temperature():
@@ -61,6 +61,19 @@ def test_published_mixture_without_a_vote_for_any_candidate_keeps_the_ranking():
     mixed = mix_scores([("A", 0.9), ("B", 0.8)], [("Z", 0.99)], weight=0.5, concept_temperature=0.1, memory_temperature=1.0)
     p_a = 1 / (1 + math.exp(-1))
     assert mixed == [("A", pytest.approx(0.25 + 0.5 * p_a)), ("B", pytest.approx(0.25 + 0.5 * (1 - p_a)))]
+
+
+def test_memory_k_cuts_the_neighbours_before_mixing():
+    """MemorySettings.mix uses only the first memory_k neighbours (tune_memory passes more)."""
+    concepts, neighbours = [("B", 0.90), ("A", 0.89)], [("A", 0.99), ("B", 0.98)]
+    p_b = 1 / (1 + math.exp(-1))  # p_model of B at temperature 0.01
+    for mixture in MIXTURES:
+        one = dict(MemorySettings(1, 0.5, 0.01, 1.0, mixture).mix(concepts, neighbours))
+        assert one == pytest.approx({"A": 0.5 + 0.5 * (1 - p_b), "B": 0.5 * p_b})  # A alone voted
+        two = dict(MemorySettings(2, 0.5, 0.01, 1.0, mixture).mix(concepts, neighbours))
+        p_knn_a = 1 / (1 + math.exp(-0.01))  # exp(0.99) / (exp(0.99) + exp(0.98))
+        assert two == pytest.approx({"A": 0.5 * p_knn_a + 0.5 * (1 - p_b), "B": 0.5 * (1 - p_knn_a) + 0.5 * p_b})
+        assert max(one, key=one.get) == "A" and max(two, key=two.get) == "B"
 
 
 def test_an_unknown_mixture_names_the_key():
