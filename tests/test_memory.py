@@ -162,14 +162,18 @@ def test_memory_off_or_empty_links_exactly_as_without_it(linker_nlp, tiny_bert, 
 def test_an_annotated_mention_in_memory_overrides_the_encoder(linker_nlp):
     linker = linker_nlp.get_pipe("sapbert_linker")
     first = linked(linker_nlp, "a liver tumour", "liver tumour")
-    wrong = next(cid for cid in ("D005", "D006") if cid != first.kb_id_)
+    assert len(first._.kb_ents) == 5  # k = 5 candidates
+    wrong = first._.kb_ents[-1][0]  # the encoder's last candidate
     linker.memory_settings = MemorySettings(memory_k=1, memory_weight=0.9)
     linker.add_mentions([("Liver  Tumour", wrong)])  # normalized like the linker's queries
     ent = linked(linker_nlp, "a liver tumour", "liver tumour")
     assert ent.kb_id_ == wrong
-    p_model = dict(zip([cid for cid, _ in first._.kb_ents], softmax([s for _, s in first._.kb_ents], 0.01)))
-    assert ent._.kb_ents[0][1] == pytest.approx(0.9 + 0.1 * p_model.get(wrong, 0.0))  # k = 5: all concepts
-    assert sum(p for _, p in ent._.kb_ents) <= 1.0 + 1e-6  # probabilities now, not cosine similarities
+    # p(wrong) = 0.9 * 1 (the only candidate voted for) + 0.1 * exp(s_wrong / 0.01) / sum_i exp(s_i / 0.01)
+    scores = numpy.array([s for _, s in first._.kb_ents], dtype="float64")
+    shares = numpy.exp((scores - scores.max()) / 0.01)
+    assert ent._.kb_ents[0][1] == pytest.approx(0.9 + 0.1 * shares[-1] / shares.sum())
+    assert {cid for cid, _ in ent._.kb_ents} == {cid for cid, _ in first._.kb_ents}
+    assert sum(p for _, p in ent._.kb_ents) == pytest.approx(1.0)  # probabilities over the candidates
     linker.memory_settings = MemorySettings(memory_weight=0.0)
     assert linked(linker_nlp, "a liver tumour", "liver tumour").kb_id_ == first.kb_id_
 
