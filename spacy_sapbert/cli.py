@@ -291,7 +291,7 @@ def evaluate_command(
     title: Optional[str] = typer.Option(None, help="Title of the table and plot."),
     end_to_end: Optional[Path] = typer.Option(None, help="Also run this saved pipeline on the raw documents and score (span, id) P/R/F1."),
     memory: List[Path] = typer.Option([], help="Annotated corpora for a mention memory (kNN-BioEL): the model is also run with it."),
-    memory_settings: Optional[Path] = typer.Option(None, help="JSON of memory_k, memory_weight, concept_temperature, memory_temperature, or an evaluate report of --tune-memory. Default: the paper's 4, 0.1, 0.01, 1.0."),
+    memory_settings: Optional[Path] = typer.Option(None, help="JSON of memory_k, memory_weight, concept_temperature, memory_temperature, memory_mixture, or an evaluate report of --tune-memory. Default: the paper's 4, 0.1, 0.01, 1.0, published."),
     tune_memory: bool = typer.Option(False, help="Choose the memory settings by a grid search on this corpus (a dev set, never test)."),
 ) -> None:
     """Accuracy (acc@1/5/10, MRR) on a benchmark corpus with the BioSyn/SapBERT protocol; prints a Markdown table."""

@@ -45,6 +45,7 @@ DEFAULT_CONFIG = {
     "memory_weight": 0.1,
     "concept_temperature": 0.01,
     "memory_temperature": 1.0,
+    "memory_mixture": "published",
 }
 
 
@@ -78,6 +79,7 @@ def make_sapbert_linker(
     memory_weight: float,
     concept_temperature: float,
     memory_temperature: float,
+    memory_mixture: str,
 ) -> "SapbertLinker":
     return SapbertLinker(
         nlp.vocab,
@@ -102,6 +104,7 @@ def make_sapbert_linker(
         memory_weight=memory_weight,
         concept_temperature=concept_temperature,
         memory_temperature=memory_temperature,
+        memory_mixture=memory_mixture,
     )
 
 
@@ -141,6 +144,7 @@ class SapbertLinker:
         memory_weight: float = 0.1,
         concept_temperature: float = 0.01,
         memory_temperature: float = 1.0,
+        memory_mixture: str = "published",
     ):
         check_config(
             k=k, max_entities_per_mention=max_entities_per_mention, batch_size=batch_size, max_length=max_length,
@@ -160,7 +164,7 @@ class SapbertLinker:
         self.use_long_form = use_long_form
         self.vocabulary = vocabulary
         self.use_memory = use_memory
-        self.memory_settings = MemorySettings(memory_k, memory_weight, concept_temperature, memory_temperature)
+        self.memory_settings = MemorySettings(memory_k, memory_weight, concept_temperature, memory_temperature, memory_mixture)
         self.encoder: Optional[Encoder] = None
         self.index: Optional[ConceptIndex] = None
         self.memory: Optional[MentionMemory] = None

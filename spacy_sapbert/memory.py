@@ -9,9 +9,15 @@ The memory holds the vectors of annotated mention strings with their gold concep
   `concept_temperature` (the paper's beta1). It is computed over the retrieved candidates (the
   linker's top `k` concepts); with the paper's temperature of 0.01 the concepts outside them hold a
   negligible share.
-* p_kNN: softmax over the retrieved memory entries of their similarities divided by
-  `memory_temperature` (beta2), then the maximum per concept id.
-* An id that only one side retrieved gets 0 from the other side.
+* p_kNN, `memory_mixture = "published"` (the default; the kNN-BioEL code's `combine_dists`, agg
+  "max"): each candidate concept takes the best similarity among the neighbours voting for it, and
+  the softmax at `memory_temperature` (beta2) runs over the candidates; a candidate without a vote
+  gets 0, and an id that only the memory retrieved gets no probability at all. When no neighbour
+  votes for any candidate, p_kNN is uniform over the candidates (the published code's softmax of
+  equal placeholders), which leaves the concept index's ranking unchanged.
+* p_kNN, `memory_mixture = "union"` (this package's earlier mixture): the softmax at
+  `memory_temperature` runs over the neighbours themselves, then the maximum per concept id; an id
+  that only the memory retrieved joins the candidates with its p_kNN share.
 
 The memory is a small flat faiss index (exact cosine similarity) with one row per distinct
 (mention string, concept id): adding an annotation that is already there changes nothing.
@@ -37,6 +43,7 @@ FORMAT_VERSION = 3
 META_FILE, ENTRIES_FILE, VECTORS_FILE = "meta.json", "entries.msgpack", "vectors.faiss"
 
 Encode = Callable[[List[str]], numpy.ndarray]
+MIXTURES = ("published", "union")
 
 
 def softmax(scores: Sequence[float], temperature: float) -> List[float]:
@@ -50,6 +57,36 @@ def softmax(scores: Sequence[float], temperature: float) -> List[float]:
     return [e / total for e in exps]
 
 
+def published_votes(candidate_ids: Sequence[str], memory_hits: Sequence[Candidate], temperature: float) -> Dict[str, float]:
+    """p_kNN of kNN-BioEL's code: softmax over the candidates of their best neighbour similarity.
+
+    Candidates no neighbour votes for get 0; neighbours of other ids are dropped. No vote at all:
+    uniform over the candidates.
+    """
+    wanted = set(candidate_ids)
+    best: Dict[str, float] = {}
+    for cid, score in memory_hits:
+        if cid in wanted:
+            best[cid] = max(score, best.get(cid, -math.inf))
+    if not best:
+        return {cid: 1.0 / len(candidate_ids) for cid in candidate_ids}
+    return dict(zip(best, softmax(list(best.values()), temperature)))
+
+
+def union_votes(memory_hits: Sequence[Candidate], temperature: float) -> Dict[str, float]:
+    """p_kNN of the `union` mixture: softmax over the neighbours, then the largest share per id."""
+    p_knn: Dict[str, float] = {}
+    for (cid, _), p in zip(memory_hits, softmax([s for _, s in memory_hits], temperature)):
+        p_knn[cid] = max(p, p_knn.get(cid, 0.0))
+    return p_knn
+
+
+def check_mixture(mixture: str) -> None:
+    """SapbertError naming the config key for a mixture other than those of MIXTURES."""
+    if mixture not in MIXTURES:
+        raise SapbertError(f"sapbert_linker config key `memory_mixture` is {mixture!r}; choose one of {list(MIXTURES)}")
+
+
 def mix_scores(
     concept_hits: Sequence[Candidate],
     memory_hits: Sequence[Candidate],
@@ -57,17 +94,22 @@ def mix_scores(
     weight: float,
     concept_temperature: float,
     memory_temperature: float,
+    mixture: str = "published",
 ) -> List[Candidate]:
     """(id, p(y|x)) best first: the concept index's candidates mixed with the memory neighbours' votes.
 
     `concept_hits`: distinct concepts with their similarities; `memory_hits`: the nearest memory
-    entries (ids may repeat) with theirs. Ties keep the concept index's order, then the memory's.
+    entries (ids may repeat) with theirs; `mixture`: "published" or "union" (see the module
+    docstring). Ties keep the concept index's order, then the memory's.
     """
-    p_model = dict(zip((cid for cid, _ in concept_hits), softmax([s for _, s in concept_hits], concept_temperature)))
-    p_knn: Dict[str, float] = {}
-    for (cid, _), p in zip(memory_hits, softmax([s for _, s in memory_hits], memory_temperature)):
-        p_knn[cid] = max(p, p_knn.get(cid, 0.0))
-    ids = list(p_model) + [cid for cid in p_knn if cid not in p_model]
+    check_mixture(mixture)
+    ids = [cid for cid, _ in concept_hits]
+    p_model = dict(zip(ids, softmax([s for _, s in concept_hits], concept_temperature)))
+    if mixture == "published":
+        p_knn = published_votes(ids, memory_hits, memory_temperature) if ids else {}
+    else:
+        p_knn = union_votes(memory_hits, memory_temperature)
+        ids += [cid for cid in p_knn if cid not in p_model]
     mixed = [(cid, weight * p_knn.get(cid, 0.0) + (1.0 - weight) * p_model.get(cid, 0.0)) for cid in ids]
     return sorted(mixed, key=lambda hit: -hit[1])
 
@@ -77,13 +119,16 @@ class MemorySettings:
     """The numbers of the mixture, named as the `sapbert_linker` config keys.
 
     memory_k: memory neighbours per query (the paper's k); memory_weight: lambda;
-    concept_temperature: beta1; memory_temperature: beta2. Defaults: the paper's NCBI-disease values.
+    concept_temperature: beta1; memory_temperature: beta2; memory_mixture: how the neighbours' votes
+    are normalized, "published" (kNN-BioEL's code) or "union" (see the module docstring).
+    Defaults: the paper's NCBI-disease values and the published mixture.
     """
 
     memory_k: int = 4
     memory_weight: float = 0.1
     concept_temperature: float = 0.01
     memory_temperature: float = 1.0
+    memory_mixture: str = "published"
 
     def __post_init__(self) -> None:
         if self.memory_k < 1:
@@ -93,6 +138,7 @@ class MemorySettings:
         for key in ("concept_temperature", "memory_temperature"):
             if getattr(self, key) <= 0:
                 raise SapbertError(f"sapbert_linker config key `{key}` must be greater than 0, got {getattr(self, key)}")
+        check_mixture(self.memory_mixture)
 
     def mix(self, concept_hits: Sequence[Candidate], memory_hits: Sequence[Candidate]) -> List[Candidate]:
         """`mix_scores` of the concept candidates and the first `memory_k` memory neighbours."""
@@ -102,9 +148,10 @@ class MemorySettings:
             weight=self.memory_weight,
             concept_temperature=self.concept_temperature,
             memory_temperature=self.memory_temperature,
+            mixture=self.memory_mixture,
         )
 
-    def to_dict(self) -> Dict[str, float]:
+    def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
 
     @classmethod

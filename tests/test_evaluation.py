@@ -86,6 +86,21 @@ def test_composite_is_a_hit_only_when_every_part_is():
     assert ranks == [1, None] and metrics["acc@1"] == 0.5
 
 
+def test_bc5cdr_listed_composite_parts_are_searched_and_scored():
+    """BC5CDR lists a composite's parts by hand; they, not the mention or the coordination rule, are the queries."""
+    from spacy_sapbert.readers.corpora import read_pubtator
+
+    path = shared_file("bc5cdr", "CDR_TrainingSet.PubTator.txt")
+    [document] = [d for d in read_pubtator(path) if d.id == "20722491"]
+    mentions, _ = mentions_from_documents([document], Preprocessing(), labels=["Disease"])
+    [composite] = [m for m in mentions if m.text == "colorectal, breast and head and neck cancers"]
+    assert composite.gold == "D015179|D001943|D006258"
+    assert composite.queries == ["colorectal cancers", "breast cancers", "head and neck cancers"]
+    parts = [Concept("D015179", "colorectal cancers"), Concept("D001943", "breast cancers"), Concept("D006258", "head and neck cancers")]
+    metrics, ranks = score_retriever(ExactMatchRetriever(parts), [composite], KnowledgeBase(parts))
+    assert ranks == [1] and metrics["acc@1"] == 1.0
+
+
 def test_missing_gold_ids_are_counted_not_fatal():
     kb = KnowledgeBase(vocabulary())
     mentions = [EvalMention("a", "D404", ["a"]), EvalMention("b", "D1+D404", ["b"]), EvalMention("c", "D1", ["c"])]
@@ -116,6 +131,20 @@ def test_biosyn_protocol_adds_names_for_every_system():
     results = run_protocols(systems, concepts, mentions, [("D2", "liver tumour")], progress=False)
     assert results["exact"]["strict"]["acc@1"] == 0.0 and results["exact"]["biosyn"]["acc@1"] == 1.0
     assert results["tfidf"]["biosyn"]["acc@1"] == 1.0
+
+
+def test_biosyn_protocol_adds_training_mentions_to_the_encoder_index(tiny_bert):
+    """The encoder systems' biosyn rows: the training mentions become names in the strict index (add_names)."""
+    from spacy_sapbert.evaluation import LinkerRetriever, build_encoder_index
+
+    concepts = vocabulary()
+    base, mentions = misled_mentions(tiny_bert, concepts)  # the encoder ranks a wrong concept first
+    extra = [(m.gold, m.text) for m in mentions]
+    encoder = base.linker.encoder
+    systems = [System("tiny", lambda dictionary: LinkerRetriever("tiny", encoder, build_encoder_index(encoder, dictionary)))]
+    results = run_protocols(systems, concepts, mentions, extra, progress=False)
+    assert results["tiny"]["strict"]["acc@1"] == 0.0
+    assert results["tiny"]["biosyn"]["acc@1"] == 1.0  # each mention is now a name of its gold concept
 
 
 def test_end_to_end_precision_recall_f1(tiny_bert):
@@ -233,13 +262,47 @@ def test_tune_memory_finds_that_the_memory_fixes_what_the_encoder_gets_wrong(tin
     assert score_retriever(LinkerRetriever("m", encoder, index, memory, MemorySettings(1, 0.9)), mentions, kb)[0]["acc@1"] == 1.0
 
 
+class FixedCandidates:
+    """A stand-in LinkerRetriever (and its linker): fixed concept hits and memory neighbours for every query."""
+
+    memory_active = True
+
+    def __init__(self, concepts, neighbours):
+        self.concepts, self.neighbours = concepts, neighbours
+        self.linker = self
+
+    def normalizer(self, text):
+        return text
+
+    def retrieve(self, keys, memory_k):
+        return [list(self.concepts) for _ in keys], [self.neighbours[:memory_k] for _ in keys]
+
+
+def test_tune_memory_scores_each_memory_k_with_only_that_many_neighbours():
+    """Neighbours are retrieved once for the largest memory_k; a row of memory_k = 1 must see one.
+
+    The index ranks the gold A just above B; the nearest neighbour votes for B, the second for A.
+    With one neighbour B's vote wins; with both, the votes nearly cancel and the index's lead puts A
+    first (test_memory.test_memory_k_cuts_the_neighbours_before_mixing has the numbers, names swapped).
+    """
+    from spacy_sapbert.evaluation import tune_memory
+
+    kb = KnowledgeBase([Concept("A", "a"), Concept("B", "b")])
+    retriever = FixedCandidates([("A", 0.90), ("B", 0.89)], [("B", 0.99), ("A", 0.98)])
+    grid = {"memory_k": (1, 2), "memory_weight": (0.5,), "concept_temperature": (0.01,), "memory_temperature": (1.0,)}
+    rows = tune_memory(retriever, [EvalMention("q", "A", ["q"])], kb, grid)
+    assert {row["memory_k"]: row["acc@1"] for row in rows} == {1: 0.0, 2: 1.0}
+    assert {row["memory_mixture"] for row in rows} == {"published"}  # not in this grid: the default
+
+
 def test_memory_settings_from_a_report_or_a_plain_mapping():
     from spacy_sapbert.errors import SapbertError
     from spacy_sapbert.memory import MemorySettings
 
-    assert MemorySettings.from_dict({"memory_k": 8, "memory_weight": 0.3}) == MemorySettings(8, 0.3)
-    report = {"memory": {"settings": {"memory_k": 2, "memory_weight": 0.2, "concept_temperature": 0.05, "memory_temperature": 0.1}}}
-    assert MemorySettings.from_dict(report) == MemorySettings(2, 0.2, 0.05, 0.1)
+    assert MemorySettings.from_dict({"memory_k": 8, "memory_weight": 0.3}) == MemorySettings(8, 0.3, 0.01, 1.0, "published")
+    report = {"memory": {"settings": {"memory_k": 2, "memory_weight": 0.2, "concept_temperature": 0.05, "memory_temperature": 0.1,
+                                      "memory_mixture": "union"}}}
+    assert MemorySettings.from_dict(report) == MemorySettings(2, 0.2, 0.05, 0.1, "union")
     with pytest.raises(SapbertError, match="unknown memory setting.*lambda"):
         MemorySettings.from_dict({"lambda": 0.1}, source="x.json")
 
@@ -257,7 +320,8 @@ def test_evaluate_command_tunes_the_memory_on_dev_and_reuses_the_settings(tmp_pa
     name = Path(tiny_bert).name
     memory = dev["memory"]
     assert memory["tuned_on_this_corpus"] and memory["n_entries"] == 3  # hepatoma, heart failure, nephropathy
-    assert len(memory["grid"]) == 5 * 8 * 4 * 5
+    assert len(memory["grid"]) == 2 * 5 * 8 * 4 * 5  # both mixtures
+    assert {row["memory_mixture"] for row in memory["grid"]} == {"published", "union"}
     assert memory["settings"] == {k: memory["grid"][0][k] for k in memory["settings"]}
     tuned = dev["results"][f"{name} + memory (tuned here)"]["strict"]
     assert tuned["acc@1"] == memory["grid"][0]["acc@1"] == 1.0  # every query is in the memory

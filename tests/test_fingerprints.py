@@ -100,7 +100,7 @@ def test_unchanged_pipeline_loads_without_encoding_and_links_identically(linker_
 @pytest.mark.parametrize("key", sorted(CHANGED))
 def test_a_config_override_of_a_vector_setting_is_refused_naming_it(linker_nlp, tmp_path, key):
     linker_nlp.to_disk(tmp_path / "pipe")
-    before = linker_nlp.get_pipe("sapbert_linker").vector_settings()[key]
+    before = DEFAULT[key]  # the fixture's config: the defaults
     with pytest.raises(IndexFormatError) as err:
         spacy.load(tmp_path / "pipe", config={"components": {"sapbert_linker": {key: CHANGED[key]}}})
     assert one_line(err) == (

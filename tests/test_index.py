@@ -143,3 +143,65 @@ def test_hnsw_index_finds_exact_names():
     index = ConceptIndex.build(concepts(), hash_encode, index_type="hnsw")
     [hits] = index.search(hash_encode(["kidney disease"]), k=1)
     assert hits[0][0] == "C"
+
+
+# concept-level top-k against a brute-force reference -----------------------------------------------
+
+
+class CountingSearches:
+    """A faiss index stand-in that records the depth of every search and passes everything on."""
+
+    def __init__(self, index):
+        self.index = index
+        self.depths = []
+
+    def search(self, queries, depth):
+        self.depths.append(depth)
+        return self.index.search(queries, depth)
+
+    def __getattr__(self, name):
+        return getattr(self.index, name)
+
+
+def skewed_vocabulary(rng, n_concepts=40, n_names=600):
+    """Concepts over shared random names: three big concepts own most names, a name may have a second
+    concept, and every concept has a name of its own. Returns (concepts, {name: vector})."""
+    owners = {f"own {c}": {c} for c in range(n_concepts)}
+    for i in range(n_names):
+        first = int(rng.integers(3)) if rng.random() < 0.95 else int(rng.integers(3, n_concepts))
+        second = {int(rng.integers(n_concepts))} if rng.random() < 0.05 else set()
+        owners[f"name {i}"] = {first} | second
+    names_of = {c: [name for name, cs in owners.items() if c in cs] for c in range(n_concepts)}
+    concepts = [Concept(f"C{c}", names_of[c][0], names_of[c][1:]) for c in range(n_concepts)]
+    vectors = {name: rng.standard_normal(DIM) for name in owners}
+    return concepts, vectors
+
+
+def brute_force_best(concepts, vectors, queries):
+    """(queries x concepts) cosine similarity of each concept's best name, in float64 numpy."""
+    def unit(matrix):
+        return matrix / numpy.linalg.norm(matrix, axis=1, keepdims=True)
+
+    names = sorted(vectors)
+    sims = unit(queries.astype("float64")) @ unit(numpy.stack([vectors[n] for n in names])).T
+    column = {name: i for i, name in enumerate(names)}
+    return numpy.stack([sims[:, [column[n] for n in c.names]].max(axis=1) for c in concepts], axis=1)
+
+
+def test_concept_top_k_equals_a_brute_force_reference():
+    rng = numpy.random.default_rng(11)
+    concepts, vectors = skewed_vocabulary(rng)
+    index = ConceptIndex.build(concepts, lambda texts: numpy.stack([vectors[t] for t in texts]).astype("float32"))
+    assert sum(len(c.names) for c in concepts) > len(index.names)  # names shared by several concepts
+    queries = rng.standard_normal((6, DIM)).astype("float32")
+    best = brute_force_best(concepts, vectors, queries)
+    for k in (1, 5, 30, len(concepts), len(concepts) + 10):
+        index.vectors = counting = CountingSearches(index.vectors)
+        results = index.search(queries, k)
+        index.vectors = counting.index
+        for row, hits in zip(best, results):
+            order = numpy.argsort(-row, kind="stable")[:k]
+            assert [cid for cid, _ in hits] == [concepts[c].id for c in order], k
+            numpy.testing.assert_allclose([s for _, s in hits], row[order], atol=1e-5)
+        if k == 30:  # the 136 nearest names hold fewer than 30 concepts: deeper searches follow
+            assert counting.depths[0] == 4 * k + 16 and len(counting.depths) > 1

@@ -7,7 +7,7 @@ import spacy
 from spacy.tokens import Span
 
 from spacy_sapbert.errors import IndexFormatError, SapbertError
-from spacy_sapbert.memory import MemorySettings, MentionMemory, mix_scores, softmax
+from spacy_sapbert.memory import MIXTURES, MemorySettings, MentionMemory, mix_scores, softmax
 
 
 def test_softmax_is_stable_and_sharpened_by_a_low_temperature():
@@ -17,18 +17,70 @@ def test_softmax_is_stable_and_sharpened_by_a_low_temperature():
     assert softmax([0.9, 0.8], 1.0)[0] == pytest.approx(1 / (1 + math.exp(-0.1)))
 
 
-def test_mix_scores_follows_the_formula_with_max_per_id():
-    concepts = [("A", 0.90), ("B", 0.88)]
-    memory = [("B", 0.80), ("C", 0.75), ("B", 0.70)]
-    mixed = dict(mix_scores(concepts, memory, weight=0.3, concept_temperature=0.05, memory_temperature=0.1))
+# One example, computed by hand: concepts A, B, D from the index; the memory's neighbours B, C, B, D.
+CONCEPTS = [("A", 0.90), ("B", 0.88), ("D", 0.70)]
+NEIGHBOURS = [("B", 0.80), ("C", 0.75), ("B", 0.70), ("D", 0.60)]
+MIX = {"weight": 0.3, "concept_temperature": 0.05, "memory_temperature": 0.1}
+# p_model: exp((0.90, 0.88, 0.70) / 0.05) = e^18 * (1, e^-0.4, e^-4), normalized
+P_MODEL = {cid: e / (1 + math.exp(-0.4) + math.exp(-4)) for cid, e in zip("ABD", (1, math.exp(-0.4), math.exp(-4)))}
 
-    e = [math.exp(s / 0.1) for _, s in memory]
-    p_knn = {"B": e[0] / sum(e), "C": e[1] / sum(e)}  # B's two neighbours: the larger share, not the sum
-    m = [math.exp(s / 0.05) for _, s in concepts]
-    p_model = {"A": m[0] / sum(m), "B": m[1] / sum(m)}
-    assert mixed["A"] == pytest.approx(0.7 * p_model["A"])
-    assert mixed["B"] == pytest.approx(0.3 * p_knn["B"] + 0.7 * p_model["B"])
-    assert mixed["C"] == pytest.approx(0.3 * p_knn["C"])  # only the memory retrieved C
+
+def test_published_mixture_by_hand():
+    """kNN-BioEL's code: each candidate's best neighbour similarity (B 0.80, D 0.60), softmax over the
+    candidates at memory_temperature; A got no vote (0); C, retrieved only by the memory, is left out."""
+    mixed = mix_scores(CONCEPTS, NEIGHBOURS, **MIX, mixture="published")
+    p_knn_b = 1 / (1 + math.exp(-2))  # exp(8) / (exp(8) + exp(6))
+    expected = {
+        "A": 0.7 * P_MODEL["A"],
+        "B": 0.3 * p_knn_b + 0.7 * P_MODEL["B"],
+        "D": 0.3 * (1 - p_knn_b) + 0.7 * P_MODEL["D"],
+    }
+    assert [cid for cid, _ in mixed] == ["B", "A", "D"]
+    assert dict(mixed) == pytest.approx(expected)
+    assert dict(mixed) == pytest.approx({"A": 0.414536, "B": 0.542110, "D": 0.043353}, abs=1e-6)
+    assert sum(p for _, p in mixed) == pytest.approx(1.0)  # a distribution over the candidates
+    assert mix_scores(CONCEPTS, NEIGHBOURS, **MIX) == mixed  # the default
+
+
+def test_union_mixture_by_hand():
+    """The earlier mixture: softmax over the four neighbours, the larger share per id, C added."""
+    mixed = mix_scores(CONCEPTS, NEIGHBOURS, **MIX, mixture="union")
+    z = 1 + math.exp(-0.5) + math.exp(-1) + math.exp(-2)  # exp((0.80, 0.75, 0.70, 0.60) / 0.1) / e^8
+    expected = {
+        "A": 0.7 * P_MODEL["A"],
+        "B": 0.3 * (1 / z) + 0.7 * P_MODEL["B"],  # B's two neighbours: the larger share, not the sum
+        "C": 0.3 * (math.exp(-0.5) / z),
+        "D": 0.3 * (math.exp(-2) / z) + 0.7 * P_MODEL["D"],
+    }
+    assert [cid for cid, _ in mixed] == ["B", "A", "C", "D"]
+    assert dict(mixed) == pytest.approx(expected)
+    assert dict(mixed) == pytest.approx({"A": 0.414536, "B": 0.420068, "C": 0.086247, "D": 0.026837}, abs=1e-6)
+
+
+def test_published_mixture_without_a_vote_for_any_candidate_keeps_the_ranking():
+    mixed = mix_scores([("A", 0.9), ("B", 0.8)], [("Z", 0.99)], weight=0.5, concept_temperature=0.1, memory_temperature=1.0)
+    p_a = 1 / (1 + math.exp(-1))
+    assert mixed == [("A", pytest.approx(0.25 + 0.5 * p_a)), ("B", pytest.approx(0.25 + 0.5 * (1 - p_a)))]
+
+
+def test_memory_k_cuts_the_neighbours_before_mixing():
+    """MemorySettings.mix uses only the first memory_k neighbours (tune_memory passes more)."""
+    concepts, neighbours = [("B", 0.90), ("A", 0.89)], [("A", 0.99), ("B", 0.98)]
+    p_b = 1 / (1 + math.exp(-1))  # p_model of B at temperature 0.01
+    for mixture in MIXTURES:
+        one = dict(MemorySettings(1, 0.5, 0.01, 1.0, mixture).mix(concepts, neighbours))
+        assert one == pytest.approx({"A": 0.5 + 0.5 * (1 - p_b), "B": 0.5 * p_b})  # A alone voted
+        two = dict(MemorySettings(2, 0.5, 0.01, 1.0, mixture).mix(concepts, neighbours))
+        p_knn_a = 1 / (1 + math.exp(-0.01))  # exp(0.99) / (exp(0.99) + exp(0.98))
+        assert two == pytest.approx({"A": 0.5 * p_knn_a + 0.5 * (1 - p_b), "B": 0.5 * (1 - p_knn_a) + 0.5 * p_b})
+        assert max(one, key=one.get) == "A" and max(two, key=two.get) == "B"
+
+
+def test_an_unknown_mixture_names_the_key():
+    with pytest.raises(SapbertError, match="`memory_mixture`.*'published', 'union'"):
+        MemorySettings(memory_mixture="sum")
+    with pytest.raises(SapbertError, match="`memory_mixture`"):
+        mix_scores(CONCEPTS, NEIGHBOURS, **MIX, mixture="sum")
 
 
 def test_mix_scores_ranks_by_the_mixture():
@@ -110,16 +162,40 @@ def test_memory_off_or_empty_links_exactly_as_without_it(linker_nlp, tiny_bert, 
 def test_an_annotated_mention_in_memory_overrides_the_encoder(linker_nlp):
     linker = linker_nlp.get_pipe("sapbert_linker")
     first = linked(linker_nlp, "a liver tumour", "liver tumour")
-    wrong = next(cid for cid in ("D005", "D006") if cid != first.kb_id_)
+    assert len(first._.kb_ents) == 5  # k = 5 candidates
+    wrong = first._.kb_ents[-1][0]  # the encoder's last candidate
     linker.memory_settings = MemorySettings(memory_k=1, memory_weight=0.9)
     linker.add_mentions([("Liver  Tumour", wrong)])  # normalized like the linker's queries
     ent = linked(linker_nlp, "a liver tumour", "liver tumour")
     assert ent.kb_id_ == wrong
-    p_model = dict(zip([cid for cid, _ in first._.kb_ents], softmax([s for _, s in first._.kb_ents], 0.01)))
-    assert ent._.kb_ents[0][1] == pytest.approx(0.9 + 0.1 * p_model.get(wrong, 0.0))  # k = 5: all concepts
-    assert sum(p for _, p in ent._.kb_ents) <= 1.0 + 1e-6  # probabilities now, not cosine similarities
+    # p(wrong) = 0.9 * 1 (the only candidate voted for) + 0.1 * exp(s_wrong / 0.01) / sum_i exp(s_i / 0.01)
+    scores = numpy.array([s for _, s in first._.kb_ents], dtype="float64")
+    shares = numpy.exp((scores - scores.max()) / 0.01)
+    assert ent._.kb_ents[0][1] == pytest.approx(0.9 + 0.1 * shares[-1] / shares.sum())
+    assert {cid for cid, _ in ent._.kb_ents} == {cid for cid, _ in first._.kb_ents}
+    assert sum(p for _, p in ent._.kb_ents) == pytest.approx(1.0)  # probabilities over the candidates
     linker.memory_settings = MemorySettings(memory_weight=0.0)
     assert linked(linker_nlp, "a liver tumour", "liver tumour").kb_id_ == first.kb_id_
+
+
+def test_memory_mixture_is_saved_and_loaded_with_the_pipeline(tiny_bert, toy_concepts, tmp_path):
+    """Under `union` an id only the memory retrieved joins the candidates; under `published` it does not."""
+    nlp = spacy.blank("en")
+    config = {"model": tiny_bert, "device": "cpu", "k": 2, "memory_k": 1, "memory_weight": 0.5, "memory_mixture": "union"}
+    linker = nlp.add_pipe("sapbert_linker", config=config)
+    linker.initialize(vocabulary=toy_concepts)
+    candidates = {cid for cid, _ in linked(nlp, "a liver tumour", "liver tumour")._.kb_ents}
+    outside = next(c.id for c in toy_concepts if c.id not in candidates)
+    linker.add_mentions([("liver tumour", outside)])
+    assert linked(nlp, "a liver tumour", "liver tumour").kb_id_ == outside
+    nlp.to_disk(tmp_path / "nlp")
+    loaded = spacy.load(tmp_path / "nlp")
+    assert loaded.get_pipe("sapbert_linker").memory_settings == MemorySettings(1, 0.5, 0.01, 1.0, "union")
+    assert linked(loaded, "a liver tumour", "liver tumour").kb_id_ == outside
+    published = spacy.load(tmp_path / "nlp", config={"components": {"sapbert_linker": {"memory_mixture": "published"}}})
+    assert published.get_pipe("sapbert_linker").memory_settings.memory_mixture == "published"
+    ents = linked(published, "a liver tumour", "liver tumour")._.kb_ents
+    assert {cid for cid, _ in ents} == candidates and outside not in dict(ents)
 
 
 def test_add_to_memory_from_annotated_docs(linker_nlp):
@@ -172,7 +248,9 @@ def test_memory_of_another_dimension_is_refused(linker_nlp, tmp_path):
 
 
 @pytest.mark.parametrize(
-    "key,value", [("memory_weight", 1.5), ("memory_weight", -0.1), ("concept_temperature", 0.0), ("memory_temperature", -1.0), ("memory_k", 0)]
+    "key,value",
+    [("memory_weight", 1.5), ("memory_weight", -0.1), ("concept_temperature", 0.0), ("memory_temperature", -1.0), ("memory_k", 0),
+     ("memory_mixture", "sum")],
 )
 def test_bad_memory_settings_name_the_config_key(tiny_bert, key, value):
     nlp = spacy.blank("en")

@@ -333,7 +333,7 @@ def test_training_lowers_the_loss_and_writes_model_log_and_plot(tmp_path, tiny_b
     model_dir = train(config)
     assert model_dir == out / "model"
     log = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
-    assert [e["step"] for e in log] == list(range(2, 25, 2))  # 21 pairs -> 2 steps per epoch, 24 steps
+    assert [e["step"] for e in log] == list(range(2, 25, 2))  # 23 pairs -> 2 steps per epoch, 24 steps
     assert set(log[0]) == {"step", "epoch", "loss", "pairs_per_s", "lr", "elapsed"}
     assert log[-1]["epoch"] == 11 and log[0]["lr"] == pytest.approx(2e-3)
     assert (out / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -355,7 +355,7 @@ def test_resumed_run_ends_with_the_same_weights(tmp_path, tiny_bert, toy_pairs, 
             epochs=3, max_steps=max_steps, checkpoint_every=3, log_every=1, seed=5, device="cpu", progress=False,
         )
 
-    # 21 pairs / 3 = 7 micro-batches = 4 steps per epoch; 10 steps cross two epoch boundaries
+    # 23 pairs / 3 = 8 micro-batches = 4 steps per epoch; 10 steps cross two epoch boundaries
     full = train(config("full", 10))
     train(config("split", 5))  # stops inside the second epoch
     state = json.loads((tmp_path / "split/checkpoints/last/trainer_state.json").read_text())
@@ -392,6 +392,45 @@ def test_trainer_module_entry(tmp_path, tiny_bert, toy_pairs, one_thread, capsys
     assert "unknown training setting(s) 'batch'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("num_pairs, world_size, batch_size", [(21, 2, 4), (24, 3, 5), (10, 4, 3), (7, 1, 3)])
+def test_ranks_split_each_micro_batch_and_together_cover_the_epoch(num_pairs, world_size, batch_size):
+    from collections import Counter
+
+    from spacy_sapbert.training.trainer import epoch_order, micro_batch
+
+    order = epoch_order(num_pairs, world_size, seed=3, epoch=1)
+    pad = (-num_pairs) % world_size
+    n_batches = math.ceil((num_pairs + pad) / (batch_size * world_size))
+    seen = [[micro_batch(order, i, batch_size, rank, world_size) for i in range(n_batches)] for rank in range(world_size)]
+    for i in range(n_batches):
+        sizes = {len(batches[i]) for batches in seen}
+        assert len(sizes) == 1 and 0 < sizes.pop() <= batch_size  # every rank the same number of pairs
+    counts = Counter(index for batches in seen for batch in batches for index in batch)
+    assert set(counts) == set(range(num_pairs))  # together: the whole epoch
+    assert sum(counts.values()) == num_pairs + pad and sum(c - 1 for c in counts.values()) == pad  # once, bar the padding
+    for batches in seen:
+        own = [index for batch in batches for index in batch]
+        assert len(own) == len(set(own)) == (num_pairs + pad) // world_size
+
+
+# Run under torchrun: records, per rank, the pair indices each micro-batch read from the pairs file.
+RECORDING_ENTRY = """
+import json, os, runpy, sys
+from spacy_sapbert.training.pairs import PairsFile
+
+real_batch = PairsFile.batch
+
+def recording_batch(self, indices):
+    indices = [int(i) for i in indices]
+    with open(os.path.join(os.environ["SEEN_DIR"], f"rank{os.environ['RANK']}.jsonl"), "a") as out:
+        out.write(json.dumps(indices) + "\\n")
+    return real_batch(self, indices)
+
+PairsFile.batch = recording_batch
+runpy.run_module(sys.argv.pop(1), run_name="__main__", alter_sys=True)
+"""
+
+
 def test_torchrun_two_cpu_processes(tmp_path, tiny_bert, toy_pairs):
     out = tmp_path / "ddp"
     config = {
@@ -400,16 +439,19 @@ def test_torchrun_two_cpu_processes(tmp_path, tiny_bert, toy_pairs):
     }
     config_path = tmp_path / "config.json"
     config_path.write_text(json.dumps(config), encoding="utf8")
-    env = dict(os.environ, OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false", PYTHONPATH=str(ROOT))
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+    entry = tmp_path / "recording_entry.py"
+    entry.write_text(RECORDING_ENTRY, encoding="utf8")
+    (tmp_path / "seen").mkdir()
+    env = dict(os.environ, OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false", PYTHONPATH=str(ROOT), SEEN_DIR=str(tmp_path / "seen"))
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(entry)]
     if cli_has_train():  # `torchrun -m spacy_sapbert train ...` once the CLI registers the commands
         command += [
-            "-m", "spacy_sapbert", "train", str(toy_pairs), "--model", tiny_bert, "--output", str(out),
+            "spacy_sapbert", "train", str(toy_pairs), "--model", tiny_bert, "--output", str(out),
             "--batch-size", "4", "--lr", "1e-3", "--max-steps", "3", "--epochs", "5", "--log-every", "1",
             "--checkpoint-every", "2", "--device", "cpu", "--no-progress",
         ]
     else:
-        command += ["-m", "spacy_sapbert.training.trainer", "--config-json", str(config_path)]
+        command += ["spacy_sapbert.training.trainer", "--config-json", str(config_path)]
     result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]
     assert (out / "model/config.json").exists()
@@ -420,6 +462,14 @@ def test_torchrun_two_cpu_processes(tmp_path, tiny_bert, toy_pairs):
     assert [e["step"] for e in log] == [1, 2, 3]  # written once, by rank 0
     before, after = state_dict(tiny_bert), state_dict(out / "model")
     assert not all(torch.equal(before[k], after[k]) for k in before)
+    # 23 pairs, 4 per rank and micro-batch: 3 steps are one epoch, padded to 24 by repeating one pair
+    assert len(list(read_pairs(toy_pairs))) == 23
+    seen = [[json.loads(line) for line in (tmp_path / "seen" / f"rank{rank}.jsonl").read_text().splitlines()] for rank in (0, 1)]
+    assert [len(batch) for batch in seen[0]] == [len(batch) for batch in seen[1]] == [4, 4, 4]
+    first, second = ([index for batch in batches for index in batch] for batches in seen)
+    assert len(set(first)) == len(first) and len(set(second)) == len(second)
+    assert len(set(first) & set(second)) == 1  # the ranks' shards are disjoint but for the padding pair
+    assert set(first) | set(second) == set(range(23))  # and together cover the epoch
 
 
 # ----------------------------------------------------------------------------------------------------
