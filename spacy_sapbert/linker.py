@@ -228,9 +228,15 @@ class SapbertLinker:
         return [ent for ent in doc.ents if not self.labels or ent.label_ in self.labels]
 
     def query_text(self, span: Span) -> str:
-        """The string searched for a span: its long form when an abbreviation detector found one."""
+        """The string searched for a span: its long form when an abbreviation detector found one.
+
+        `span._.long_form` may be a str (sapbert_abbreviations) or a Span (scispacy's
+        abbreviation_detector); a Span gives its text.
+        """
         if self.use_long_form and Span.has_extension("long_form"):
             long_form = span._.long_form
+            if isinstance(long_form, Span):
+                long_form = long_form.text
             if long_form:
                 return long_form
         return span.text

@@ -195,3 +195,65 @@ def test_punctuation_only_spans_are_not_linked(linker_nlp, monkeypatch):
     doc = link(linker_nlp, "nephropathy ( -- ) here", ["nephropathy", "(", "--"])
     assert [(e.text, e.kb_id_, e._.kb_ents) for e in doc.ents[1:]] == [("(", "", []), ("--", "", [])]
     assert doc.ents[0].kb_id_ == "D003" and encoded == ["nephropathy"]
+
+
+@spacy.Language.component("test_scispacy_style_abbreviations")
+def scispacy_style_abbreviations(doc):
+    """Stand-in for scispacy's abbreviation_detector: every "HC" gets `_.long_form` = the Span "Hepatic cancer"."""
+    start = doc.text.index("Hepatic cancer")
+    long_form = doc.char_span(start, start + len("Hepatic cancer"))
+    for token in doc:
+        if token.text == "HC":
+            doc[token.i : token.i + 1]._.long_form = long_form
+    return doc
+
+
+def restore_extension(cls, name: str, saved) -> None:
+    """Put back an extension as get_extension returned it (None: there was none)."""
+    if cls.has_extension(name):
+        cls.remove_extension(name)
+    if saved is not None:
+        default, method, getter, setter = saved
+        kwargs = {"method": method} if method else {"getter": getter, "setter": setter} if getter else {"default": default}
+        cls.set_extension(name, **kwargs)
+
+
+@pytest.fixture
+def span_long_form_extension():
+    """`span._.long_form` as scispacy declares it (a plain attribute, default None); the previous
+    `span._.long_form` and `doc._.abbreviations` (which scispacy's detector replaces) restored after."""
+    from spacy.tokens import Doc
+
+    saved = Span.get_extension("long_form"), Doc.get_extension("abbreviations")
+    Span.set_extension("long_form", default=None, force=True)
+    yield
+    restore_extension(Span, "long_form", saved[0])
+    restore_extension(Doc, "abbreviations", saved[1])
+
+
+def test_a_span_long_form_as_scispacy_sets_it_is_searched_as_its_text(linker_nlp, span_long_form_extension):
+    linker_nlp.add_pipe("test_scispacy_style_abbreviations", first=True)
+    text = "Hepatic cancer (HC) was treated. Later HC recurred."
+    doc = linker_nlp.make_doc(text)
+    doc.ents = [doc.char_span(text.rindex("HC"), text.rindex("HC") + 2, label="DISEASE")]
+    for name, proc in linker_nlp.pipeline:
+        doc = proc(doc)
+    [ent] = doc.ents
+    assert isinstance(ent._.long_form, Span) and ent._.long_form.text == "Hepatic cancer"
+    assert ent.kb_id_ == "D002" and ent._.kb_ents[0][1] == pytest.approx(1.0, abs=1e-4)
+    linker = linker_nlp.get_pipe("sapbert_linker")
+    assert linker.query_text(ent) == "Hepatic cancer"
+    assert linker.add_to_memory([doc]) == 1 and linker.memory.texts == ["hepatic cancer"]
+
+
+def test_scispacy_abbreviation_detector_long_forms_are_linked(linker_nlp, span_long_form_extension):
+    pytest.importorskip("scispacy.abbreviation")
+    linker_nlp.add_pipe("abbreviation_detector", first=True)
+    text = "Hepatic cancer (HC) was treated. Later HC recurred."
+    doc = linker_nlp.make_doc(text)
+    doc.ents = [doc.char_span(text.rindex("HC"), text.rindex("HC") + 2, label="DISEASE")]
+    for name, proc in linker_nlp.pipeline:
+        doc = proc(doc)
+    [ent] = doc.ents
+    assert isinstance(ent._.long_form, Span) and ent._.long_form.text == "Hepatic cancer"
+    assert ent.kb_id_ == "D002" and ent._.kb_ents[0][1] == pytest.approx(1.0, abs=1e-4)
