@@ -41,6 +41,7 @@ setup(
             "spacy-sapbert.Vocabulary.v1 = spacy_sapbert.registry:vocabulary_v1",
             "spacy-sapbert.HPO.v1 = spacy_sapbert.registry:hpo_v1",
         ],
+        "spacy_scorers": ["spacy-sapbert.linker_scorer.v1 = spacy_sapbert.scoring:make_linker_scorer"],
         "console_scripts": ["spacy-sapbert = spacy_sapbert.cli:app"],
     },
 )

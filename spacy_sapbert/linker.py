@@ -8,7 +8,9 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 
 import srsly
 from spacy.language import Language
+from spacy.pipeline import Pipe
 from spacy.tokens import Doc, Span
+from spacy.training import Example
 from spacy.util import minibatch
 import spacy.util
 
@@ -18,6 +20,7 @@ from .index import INDEX_TYPES, Candidate, ConceptIndex, check_vector_settings, 
 from .kb import Concept
 from .memory import MemorySettings, MentionMemory
 from .preprocess import gold_ids
+from .scoring import score_sapbert_links
 
 ENCODER_DIR, INDEX_DIR, MEMORY_DIR, CFG_FILE = "encoder", "index", "memory", "cfg"
 DEFAULT_MODEL = "cambridgeltl/SapBERT-from-PubMedBERT-fulltext"
@@ -42,6 +45,7 @@ DEFAULT_CONFIG = {
     "memory_weight": 0.1,
     "concept_temperature": 0.01,
     "memory_temperature": 1.0,
+    "scorer": {"@scorers": "spacy-sapbert.linker_scorer.v1"},
 }
 
 
@@ -51,7 +55,13 @@ def install_extensions() -> None:
         Span.set_extension("kb_ents", default=None)
 
 
-@Language.factory("sapbert_linker", default_config=DEFAULT_CONFIG)
+@Language.factory(
+    "sapbert_linker",
+    default_config=DEFAULT_CONFIG,
+    requires=["doc.ents"],
+    assigns=["token.ent_kb_id", "span._.kb_ents"],
+    default_score_weights={"nel_micro_f": 1.0, "nel_micro_r": None, "nel_micro_p": None},
+)
 def make_sapbert_linker(
     nlp: Language,
     name: str,
@@ -74,6 +84,7 @@ def make_sapbert_linker(
     memory_weight: float,
     concept_temperature: float,
     memory_temperature: float,
+    scorer: Optional[Callable],
 ) -> "SapbertLinker":
     return SapbertLinker(
         nlp.vocab,
@@ -97,10 +108,11 @@ def make_sapbert_linker(
         memory_weight=memory_weight,
         concept_temperature=concept_temperature,
         memory_temperature=memory_temperature,
+        scorer=scorer,
     )
 
 
-class SapbertLinker:
+class SapbertLinker(Pipe):
     """Sets `span.kb_id_` and `span._.kb_ents` for the entities of a Doc.
 
     The encoder and the concept index are loaded in `initialize()` (from `model` and `vocabulary`)
@@ -135,6 +147,7 @@ class SapbertLinker:
         memory_weight: float = 0.1,
         concept_temperature: float = 0.01,
         memory_temperature: float = 1.0,
+        scorer: Optional[Callable] = score_sapbert_links,
     ):
         check_config(
             k=k, max_entities_per_mention=max_entities_per_mention, batch_size=batch_size, max_length=max_length,
@@ -153,12 +166,22 @@ class SapbertLinker:
         self.index_type = index_type
         self.use_long_form = use_long_form
         self.vocabulary = vocabulary
+        self.scorer = scorer
         self.use_memory = use_memory
         self.memory_settings = MemorySettings(memory_k, memory_weight, concept_temperature, memory_temperature)
         self.encoder: Optional[Encoder] = None
         self.index: Optional[ConceptIndex] = None
         self.memory: Optional[MentionMemory] = None
         install_extensions()
+
+    @property
+    def labels(self) -> Tuple[str, ...]:
+        """The entity labels this linker links; empty: every entity."""
+        return self._labels
+
+    @labels.setter
+    def labels(self, labels: Iterable[str]) -> None:
+        self._labels = tuple(sorted(set(labels)))
 
     # set-up --------------------------------------------------------------------------------------
 
@@ -332,6 +355,18 @@ class SapbertLinker:
     def concept(self, concept_id: str) -> Optional[Concept]:
         """Canonical name, names, types and xrefs of a concept id (primary or alternative)."""
         return self._require_index().concept(concept_id)
+
+    def primary_id(self, concept_id: str) -> str:
+        """The primary id of the concept of an id (primary or alternative); an id not in the index as it is."""
+        concept = self.concept(concept_id)
+        return concept.id if concept is not None else concept_id
+
+    # scoring --------------------------------------------------------------------------------------
+
+    def score(self, examples: Iterable[Example], **kwargs) -> Dict[str, Any]:
+        """The scorer's figures (by default `Scorer.score_links`' nel_micro_p/r/f) on the gold entities
+        of `labels`, with predicted and gold ids resolved to primary ids through this linker's index."""
+        return super().score(examples, **{"primary_id": self.primary_id, **kwargs})
 
     # serialization --------------------------------------------------------------------------------
 

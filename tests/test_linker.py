@@ -257,3 +257,16 @@ def test_scispacy_abbreviation_detector_long_forms_are_linked(linker_nlp, span_l
     [ent] = doc.ents
     assert isinstance(ent._.long_form, Span) and ent._.long_form.text == "Hepatic cancer"
     assert ent.kb_id_ == "D002" and ent._.kb_ents[0][1] == pytest.approx(1.0, abs=1e-4)
+
+
+def test_is_a_spacy_pipe_that_declares_what_it_requires_and_assigns(linker_nlp):
+    from spacy.pipeline import Pipe
+
+    linker = linker_nlp.get_pipe("sapbert_linker")
+    assert isinstance(linker, Pipe) and list(linker.pipe([])) == [] and linker.predict([]) == []
+    analysis = linker_nlp.analyze_pipes()
+    assert analysis["summary"]["sapbert_linker"]["requires"] == ["doc.ents"]
+    assert analysis["summary"]["sapbert_linker"]["assigns"] == ["token.ent_kb_id", "span._.kb_ents"]
+    assert analysis["problems"]["sapbert_linker"] == ["doc.ents"]  # nothing before it sets doc.ents
+    linker_nlp.add_pipe("entity_ruler", first=True)
+    assert linker_nlp.analyze_pipes()["problems"]["sapbert_linker"] == []
