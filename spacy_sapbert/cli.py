@@ -128,7 +128,6 @@ def build_index_command(
         "device": device,
         "k": k,
         "threshold": threshold,
-        "vocabulary": {"@misc": "spacy-sapbert.Vocabulary.v1", "path": str(vocabulary.resolve()), "format": format, "strict": strict, "options": options},
     }
     nlp = build_pipeline(concepts, model, lang=lang, label=label or None, linker_config=linker_config, progress=True)
     save_pipeline(nlp, output, overwrite=overwrite)

@@ -39,7 +39,6 @@ DEFAULT_CONFIG = {
     "normalize": True,
     "index_type": "flat",
     "use_long_form": True,
-    "vocabulary": None,
     "use_memory": True,
     "memory_k": 4,
     "memory_weight": 0.1,
@@ -78,7 +77,6 @@ def make_sapbert_linker(
     normalize: bool,
     index_type: str,
     use_long_form: bool,
-    vocabulary: Optional[Callable],
     use_memory: bool,
     memory_k: int,
     memory_weight: float,
@@ -102,7 +100,6 @@ def make_sapbert_linker(
         normalize=normalize,
         index_type=index_type,
         use_long_form=use_long_form,
-        vocabulary=vocabulary,
         use_memory=use_memory,
         memory_k=memory_k,
         memory_weight=memory_weight,
@@ -115,8 +112,9 @@ def make_sapbert_linker(
 class SapbertLinker(Pipe):
     """Sets `span.kb_id_` and `span._.kb_ents` for the entities of a Doc.
 
-    The encoder and the concept index are loaded in `initialize()` (from `model` and `vocabulary`)
-    or in `from_disk`/`from_bytes` (from the copies saved inside the pipeline), never at construction.
+    The encoder and the concept index are loaded in `initialize()` (from `model` and the vocabulary
+    given in `[initialize.components.NAME]`) or in `from_disk`/`from_bytes` (from the copies saved
+    inside the pipeline), never at construction.
 
     A mention memory (kNN-BioEL), filled by `add_to_memory` with annotated mentions, is saved with
     the component; while it has entries and `use_memory` is on, candidate scores are the mixed
@@ -141,7 +139,6 @@ class SapbertLinker(Pipe):
         normalize: bool = True,
         index_type: str = "flat",
         use_long_form: bool = True,
-        vocabulary: Optional[Callable[[], Iterable[Concept]]] = None,
         use_memory: bool = True,
         memory_k: int = 4,
         memory_weight: float = 0.1,
@@ -165,7 +162,6 @@ class SapbertLinker(Pipe):
         self.normalize = normalize
         self.index_type = index_type
         self.use_long_form = use_long_form
-        self.vocabulary = vocabulary
         self.scorer = scorer
         self.use_memory = use_memory
         self.memory_settings = MemorySettings(memory_k, memory_weight, concept_temperature, memory_temperature)
@@ -195,18 +191,18 @@ class SapbertLinker(Pipe):
     ) -> None:
         """Load the encoder from `model` and build the concept index from the vocabulary.
 
-        `vocabulary` (here or in the component config) is a callable returning Concept records,
-        e.g. `spacy-sapbert.Vocabulary.v1` in a config, or a plain iterable of Concepts.
+        `vocabulary` is a callable returning Concept records (in a config, the registered loader
+        under `[initialize.components.NAME.vocabulary]`, e.g. `spacy-sapbert.Vocabulary.v1`, which
+        `nlp.initialize()` passes here) or a plain iterable of Concepts.
         The mention memory is emptied: its vectors came from the previous encoder.
         """
-        source = vocabulary if vocabulary is not None else self.vocabulary
-        if source is None:
+        if vocabulary is None:
             raise SapbertError(
-                f"{self.name}: no vocabulary to index. Set the component config key `vocabulary` "
-                "(e.g. {'@misc': 'spacy-sapbert.Vocabulary.v1', 'path': 'hp.obo'}) or pass "
-                "vocabulary=... to initialize (a callable or an iterable of Concept)"
+                f"{self.name}: no vocabulary to index. Set `vocabulary` in the config block "
+                f"[initialize.components.{self.name}] (e.g. {{'@misc': 'spacy-sapbert.Vocabulary.v1', "
+                "'path': 'hp.obo'}) or pass vocabulary=... to initialize (a callable or an iterable of Concept)"
             )
-        concepts = source() if callable(source) else source
+        concepts = vocabulary() if callable(vocabulary) else vocabulary
         self.encoder = Encoder(self.model, **self.encoder_options)
         self.memory = None
         self.build_index(concepts, progress=progress)

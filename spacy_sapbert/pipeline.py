@@ -65,13 +65,21 @@ def build_pipeline(
     lang: str = "en",
     label: Optional[str] = DEFAULT_LABEL,
     linker_config: Optional[Dict[str, Any]] = None,
+    vocabulary_loader: Optional[Dict[str, Any]] = None,
     progress: bool = False,
 ) -> Language:
-    """A blank pipeline with an optional dictionary matcher (when `label` is set) and an initialized linker."""
+    """A blank pipeline with an optional dictionary matcher (when `label` is set) and an initialized linker.
+
+    `vocabulary_loader` (a registered loader's config, e.g. {"@misc": "spacy-sapbert.HPO.v1"}) is
+    recorded in `[initialize.components.sapbert_linker]`, for `nlp.initialize()` to rebuild from;
+    leave it out where it would name a file of this machine.
+    """
     nlp = spacy.blank(lang)
     if label:
         add_dictionary_matcher(nlp, concepts, label=label)
     linker = nlp.add_pipe("sapbert_linker", config={"model": model, **(linker_config or {})})
+    if vocabulary_loader is not None:
+        nlp.config["initialize"]["components"][linker.name] = {"vocabulary": vocabulary_loader}
     # nlp.initialize() would also re-initialize the entity ruler and drop its patterns.
     linker.initialize(vocabulary=concepts, progress=progress)
     return nlp
@@ -109,7 +117,8 @@ def load_default_pipeline(path: Optional[Path] = None, rebuild: bool = False, pr
             concepts,
             model,
             label=DEFAULT_LABEL,
-            linker_config={"pooling": "mean", "vocabulary": {"@misc": "spacy-sapbert.HPO.v1"}},
+            linker_config={"pooling": "mean"},
+            vocabulary_loader={"@misc": "spacy-sapbert.HPO.v1"},
             progress=progress,
         )
         save_pipeline(nlp, path, overwrite=True)

@@ -114,3 +114,9 @@ def test_add_memory_stores_corpus_mentions_and_settings_in_the_pipeline(built_pi
 
     result = runner.invoke(app, ["add-memory", str(built_pipeline), str(corpus), "--label", "Gene", "--output", str(tmp_path / "out3")])
     assert result.exit_code != 0 and "'Chemical', 'Disease'" in result.output
+
+
+def test_build_index_writes_no_machine_path_of_the_vocabulary_into_the_config(built_pipeline, tmp_path):
+    config = (built_pipeline / "config.cfg").read_text(encoding="utf8")
+    assert str(tmp_path) not in config and "vocab.txt" not in config
+    assert "vocabulary" not in config

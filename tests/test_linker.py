@@ -112,20 +112,62 @@ def test_use_before_initialize_is_a_clear_error(tiny_bert):
     nlp.add_pipe("sapbert_linker", config={"model": tiny_bert})
     with pytest.raises(NotInitializedError, match="initialize"):
         link(nlp, "hepatoma", ["hepatoma"])
-    with pytest.raises(SapbertError, match="vocabulary"):
+    with pytest.raises(SapbertError, match=r"vocabulary.*\[initialize.components.sapbert_linker\]"):
         nlp.initialize()
 
 
-def test_config_vocabulary_is_read_by_initialize(tiny_bert, tmp_path):
+def test_vocabulary_in_the_initialize_block_is_read_by_nlp_initialize(tiny_bert, tmp_path):
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("D1||Heart failure|cardiac failure\nD2||Liver cancer|hepatoma\n", encoding="utf8")
-    nlp = spacy.blank("en")
-    nlp.add_pipe(
-        "sapbert_linker",
-        config={"model": tiny_bert, "vocabulary": {"@misc": "spacy-sapbert.Vocabulary.v1", "path": str(vocab)}},
+    config = spacy.util.load_config_from_str(
+        f"""
+[nlp]
+lang = "en"
+pipeline = ["sapbert_linker"]
+
+[components]
+
+[components.sapbert_linker]
+factory = "sapbert_linker"
+model = "{tiny_bert}"
+
+[initialize]
+
+[initialize.components]
+
+[initialize.components.sapbert_linker]
+
+[initialize.components.sapbert_linker.vocabulary]
+@misc = "spacy-sapbert.Vocabulary.v1"
+path = "{vocab}"
+"""
     )
+    nlp = spacy.util.load_model_from_config(config, auto_fill=True)
+    assert "vocabulary" not in nlp.config["components"]["sapbert_linker"]
     nlp.initialize()
+    assert nlp.get_pipe("sapbert_linker").index is not None
     assert link(nlp, "cardiac failure", ["cardiac failure"]).ents[0].kb_id_ == "D1"
+
+
+def test_build_pipeline_records_its_vocabulary_loader_for_nlp_initialize(tiny_bert, tmp_path):
+    from spacy_sapbert.kb import Concept
+    from spacy_sapbert.pipeline import build_pipeline
+
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("D1||Heart failure|cardiac failure\nD2||Liver cancer|hepatoma\n", encoding="utf8")
+    loader = {"@misc": "spacy-sapbert.Vocabulary.v1", "path": str(vocab)}
+    nlp = build_pipeline([Concept("D1", "Heart failure")], tiny_bert, label=None, vocabulary_loader=loader)
+    nlp.to_disk(tmp_path / "pipe")
+    config = spacy.util.load_config(tmp_path / "pipe" / "config.cfg")
+    assert config["initialize"]["components"]["sapbert_linker"]["vocabulary"] == loader
+    rebuilt = spacy.util.load_model_from_config(config, auto_fill=True)
+    rebuilt.initialize()  # reads the vocabulary file, which has D2 where the built pipeline had only D1
+    assert link(rebuilt, "hepatoma", ["hepatoma"]).ents[0].kb_id_ == "D2"
+
+
+def test_vocabulary_is_no_component_config_key(tiny_bert):
+    with pytest.raises(Exception, match="vocabulary"):
+        spacy.blank("en").add_pipe("sapbert_linker", config={"model": tiny_bert, "vocabulary": None})
 
 
 def links(doc):
