@@ -7,6 +7,7 @@ import spacy
 from spacy.tokens import Span
 
 from spacy_sapbert.errors import IndexFormatError, NotInitializedError, SapbertError
+from spacy_sapbert.kb import Concept
 
 
 def make_doc(nlp, text, mentions, label="DISEASE"):
@@ -150,7 +151,6 @@ path = "{vocab}"
 
 
 def test_build_pipeline_records_its_vocabulary_loader_for_nlp_initialize(tiny_bert, tmp_path):
-    from spacy_sapbert.kb import Concept
     from spacy_sapbert.pipeline import build_pipeline
 
     vocab = tmp_path / "vocab.txt"
@@ -312,3 +312,74 @@ def test_is_a_spacy_pipe_that_declares_what_it_requires_and_assigns(linker_nlp):
     assert analysis["problems"]["sapbert_linker"] == ["doc.ents"]  # nothing before it sets doc.ents
     linker_nlp.add_pipe("entity_ruler", first=True)
     assert linker_nlp.analyze_pipes()["problems"]["sapbert_linker"] == []
+
+
+DISEASES = [Concept("D1", "Heart failure", ["cardiac failure"]), Concept("D2", "Liver cancer", ["hepatoma"])]
+CHEMICALS = [Concept("C1", "Aspirin", ["acetylsalicylic acid"]), Concept("C2", "Ibuprofen", ["advil"])]
+
+
+def two_linker_pipeline(tiny_bert):
+    """Disease entities linked to a disease vocabulary, Chemical entities to a chemical one."""
+    nlp = spacy.blank("en")
+    for name, label, concepts in (("disease_linker", "Disease", DISEASES), ("chemical_linker", "Chemical", CHEMICALS)):
+        config = {"model": tiny_bert, "device": "cpu", "labels": [label]}
+        nlp.add_pipe("sapbert_linker", name=name, config=config).initialize(vocabulary=concepts)
+    return nlp
+
+
+def disease_and_chemical(nlp):
+    doc = nlp.make_doc("hepatoma after advil")
+    doc.ents = [Span(doc, 0, 1, label="Disease"), Span(doc, 2, 3, label="Chemical")]
+    return doc
+
+
+def test_two_linkers_for_disjoint_labels_share_a_pipeline(tiny_bert, tmp_path, one_thread):
+    from spacy_sapbert.pipeline import find_linkers
+
+    nlp = two_linker_pipeline(tiny_bert)
+    assert [name for name, _ in find_linkers(nlp)] == ["disease_linker", "chemical_linker"]
+    only_diseases = nlp.get_pipe("disease_linker")(disease_and_chemical(nlp))
+    assert [(e.kb_id_, e._.kb_ents is None) for e in only_diseases.ents] == [("D2", False), ("", True)]
+    only_chemicals = nlp.get_pipe("chemical_linker")(disease_and_chemical(nlp))
+    assert [(e.kb_id_, e._.kb_ents is None) for e in only_chemicals.ents] == [("", True), ("C2", False)]
+
+    doc = nlp(disease_and_chemical(nlp))
+    disease, chemical = doc.ents
+    assert disease.kb_id_ == "D2" and {cid for cid, _ in disease._.kb_ents} <= {"D1", "D2"}
+    assert chemical.kb_id_ == "C2" and {cid for cid, _ in chemical._.kb_ents} <= {"C1", "C2"}
+
+    nlp.to_disk(tmp_path / "pipe")
+    loaded = spacy.load(tmp_path / "pipe")
+    assert [name for name, _ in find_linkers(loaded)] == ["disease_linker", "chemical_linker"]
+    assert loaded.get_pipe("chemical_linker").labels == ("Chemical",)
+    assert links(loaded(disease_and_chemical(loaded))) == links(doc)
+
+
+def test_each_of_two_linkers_scores_its_own_labels(tiny_bert, one_thread):
+    from spacy.training import Example
+
+    nlp = two_linker_pipeline(tiny_bert)
+    gold = disease_and_chemical(nlp)
+    gold.ents = [Span(gold, 0, 1, label="Disease", kb_id="D2"), Span(gold, 2, 3, label="Chemical", kb_id="C1")]
+    scores = nlp.evaluate([Example(disease_and_chemical(nlp), gold)], per_component=True)
+    assert scores["disease_linker"]["nel_micro_f"] == 1.0 and scores["chemical_linker"]["nel_micro_f"] == 0.0
+    assert set(scores["chemical_linker"]["nel_f_per_type"]) == {"Chemical"}
+
+
+def test_commands_find_one_linker_by_factory_or_say_which_option_picks_one(tiny_bert, linker_nlp):
+    from spacy_sapbert.pipeline import find_linkers, the_linker
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    with pytest.raises(SapbertError, match=r"no sapbert_linker component; its components: \['sentencizer'\]"):
+        the_linker(nlp)
+    assert the_linker(linker_nlp) is linker_nlp.get_pipe("sapbert_linker")
+    renamed = spacy.blank("en")
+    renamed.add_pipe("sapbert_linker", name="my_linker", config={"model": tiny_bert})
+    assert [name for name, _ in find_linkers(renamed)] == ["my_linker"] and the_linker(renamed).name == "my_linker"
+    two = two_linker_pipeline(tiny_bert)
+    with pytest.raises(SapbertError, match=r"2 sapbert_linker components \['disease_linker', 'chemical_linker'\]; choose one with --component NAME"):
+        the_linker(two)
+    assert the_linker(two, "chemical_linker").labels == ("Chemical",)
+    with pytest.raises(SapbertError, match="--component 'sentencizer' is not a sapbert_linker"):
+        the_linker(two, "sentencizer")
