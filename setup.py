@@ -42,6 +42,7 @@ setup(
             "spacy-sapbert.HPO.v1 = spacy_sapbert.registry:hpo_v1",
             "spacy-sapbert.Normalizer.v1 = spacy_sapbert.normalizer:normalizer_v1",
         ],
+        "spacy_scorers": ["spacy-sapbert.linker_scorer.v1 = spacy_sapbert.scoring:make_linker_scorer"],
         "console_scripts": ["spacy-sapbert = spacy_sapbert.cli:app"],
     },
 )

@@ -115,7 +115,7 @@ def build_index_command(
     """Encode a vocabulary into a saved pipeline: dictionary matcher (optional) + sapbert_linker."""
     from .encoder import offline_default_model
     from .outputs import check_pipeline_output
-    from .pipeline import build_pipeline, save_pipeline
+    from .pipeline import build_pipeline, save_pipeline, the_linker
     from .readers import read_vocabulary
 
     check_pipeline_output(output, overwrite)
@@ -131,13 +131,12 @@ def build_index_command(
         "k": k,
         "threshold": threshold,
         "remove_punctuation": remove_punctuation,
-        "vocabulary": {"@misc": "spacy-sapbert.Vocabulary.v1", "path": str(vocabulary.resolve()), "format": format, "strict": strict, "options": options},
     }
     nlp = build_pipeline(
         concepts, model, lang=lang, label=label or None, linker_config=linker_config, spell_check=spell_check, progress=True
     )
     save_pipeline(nlp, output, overwrite=overwrite)
-    typer.echo(f"pipeline with {len(nlp.get_pipe('sapbert_linker').index.names)} indexed names written to {output}", err=True)
+    typer.echo(f"pipeline with {len(the_linker(nlp).index.names)} indexed names written to {output}", err=True)
 
 
 @app.command("assemble")
@@ -155,16 +154,17 @@ def assemble_command(
     import spacy
 
     from .outputs import check_pipeline_output
-    from .pipeline import add_dictionary_matcher, save_pipeline
+    from .pipeline import abbreviation_detectors, add_dictionary_matcher, require_linkers, save_pipeline
     from .readers import read_vocabularies, vocabulary_specs
 
     check_pipeline_output(output, overwrite)
     nlp = spacy.load(linker_pipeline)
-    if abbreviations and "sapbert_abbreviations" not in nlp.pipe_names:
+    first_linker = require_linkers(nlp)[0][0]
+    if abbreviations and not abbreviation_detectors(nlp):
         nlp.add_pipe("sapbert_abbreviations", first=True)
     if matcher_vocab:
         concepts = read_vocabularies(vocabulary_specs(matcher_vocab, vocab_format, mesh_trees))
-        add_dictionary_matcher(nlp, concepts, label=label, before="sapbert_linker")
+        add_dictionary_matcher(nlp, concepts, label=label, before=first_linker)
     save_pipeline(nlp, output, overwrite=overwrite)
     typer.echo(f"pipeline {nlp.pipe_names} written to {output}", err=True)
 
@@ -191,12 +191,18 @@ def _input_texts(text: Optional[str], file: Optional[Path]) -> Iterator[str]:
             yield line.rstrip("\n")
 
 
-def doc_to_json(doc, linker) -> dict:
-    """A linked Doc as plain data: every entity with its best id, that id's name and score, and the candidates."""
+def doc_to_json(doc, linkers) -> dict:
+    """A linked Doc as plain data: every entity with its best id, that id's name and score, and the candidates.
+
+    `linkers`: the pipeline's sapbert_linker components; an id's name comes from the one that links the entity's label.
+    """
+    from .pipeline import linker_for_label
+
     ents = []
     for ent in doc.ents:
         candidates = ent._.kb_ents or []
-        concept = linker.concept(ent.kb_id_) if ent.kb_id_ else None
+        linker = linker_for_label(linkers, ent.label_) if ent.kb_id_ else None
+        concept = linker.concept(ent.kb_id_) if linker is not None else None
         ents.append(
             {
                 "start": ent.start_char,
@@ -228,10 +234,12 @@ def link_command(
     batch_size: int = typer.Option(64, help="Documents per nlp.pipe batch."),
 ) -> None:
     """Link text and print one JSON line per document."""
+    from .pipeline import require_linkers
+
     nlp = _load(pipeline)
-    linker = nlp.get_pipe("sapbert_linker")
+    linkers = [linker for _, linker in require_linkers(nlp)]
     for doc in nlp.pipe(_input_texts(text, file), batch_size=batch_size):
-        typer.echo(srsly.json_dumps(doc_to_json(doc, linker)))
+        typer.echo(srsly.json_dumps(doc_to_json(doc, linkers)))
 
 
 SAMPLE_MENTIONS = ["small head", "fits", "floppy baby", "hole in the heart", "ear infections", "hard stools"]
@@ -242,16 +250,19 @@ def demo_command(
     text: str = typer.Option(SAMPLE_TEXT, help="Text to link."),
     mention: List[str] = typer.Option(SAMPLE_MENTIONS, help="Free-form mentions to link, as a NER would hand them over."),
     pipeline: Optional[Path] = typer.Option(None, help="Saved pipeline folder. Default: the offline HPO + MiniLM pipeline (built on first use)."),
+    component: Optional[str] = typer.Option(None, help="The sapbert_linker component that links the free-form mentions, when the pipeline has several."),
 ) -> None:
     """Link a sample clinical text with the offline default pipeline and print mention -> id, name, score.
 
     The text goes through the whole pipeline (dictionary matcher + linker); the free-form mentions,
     which no dictionary matcher would find, go straight to the linker.
     """
+    from .pipeline import require_linkers, the_linker
+
     nlp = _load(pipeline)
-    linker = nlp.get_pipe("sapbert_linker")
+    linker = the_linker(nlp, component)
     typer.echo(f"{text}\n\nMentions found by the dictionary matcher:")
-    for row in doc_to_json(nlp(text), linker)["ents"]:
+    for row in doc_to_json(nlp(text), [proc for _, proc in require_linkers(nlp)])["ents"]:
         _echo_link(row["text"], row["kb_id"], row["name"], row["score"])
     typer.echo("\nFree-form mentions linked by the encoder:")
     for text_, hits in zip(mention, linker.search_texts([m.lower() for m in mention])):
@@ -362,6 +373,7 @@ def add_memory_command(
     output: Path = typer.Option(..., help="Folder to write the pipeline with its memory to (PIPELINE itself with --overwrite)."),
     label: List[str] = typer.Option([], help="Only mentions with these corpus labels (e.g. Disease)."),
     settings: Optional[Path] = typer.Option(None, help="Memory settings JSON (or an evaluate report of --tune-memory) to store in the pipeline's config."),
+    component: Optional[str] = typer.Option(None, help="The sapbert_linker component whose memory is filled, when the pipeline has several."),
     overwrite: bool = typer.Option(False, help=OVERWRITE_HELP),
 ) -> None:
     """Fill the linker's mention memory (kNN-BioEL) with the annotated mentions of corpora.
@@ -373,13 +385,16 @@ def add_memory_command(
     import spacy
 
     from .outputs import check_pipeline_output
-    from .pipeline import save_pipeline
+    from .pipeline import abbreviation_detectors, choose_linker_name, linker_names, save_pipeline, the_linker
     from .readers.corpora import documents_to_docs, read_pubtator
 
     check_pipeline_output(output, overwrite)
-    overrides = {"components": {"sapbert_linker": _read_memory_settings(settings).to_dict()}} if settings else {}
+    overrides = {}
+    if settings:  # the config override needs the linker's name before the pipeline is loaded
+        component = choose_linker_name(linker_names(spacy.util.load_config(pipeline / "config.cfg")), component)
+        overrides = {"components": {component: _read_memory_settings(settings).to_dict()}}
     nlp = spacy.load(pipeline, config=overrides)
-    linker = nlp.get_pipe("sapbert_linker")
+    linker = the_linker(nlp, component)
     added = 0
     for corpus in corpora:
         documents = list(read_pubtator(corpus))
@@ -390,8 +405,8 @@ def add_memory_command(
             for document in documents:
                 document.mentions = [m for m in document.mentions if m.label in label]
         docs = documents_to_docs(nlp, documents)
-        if "sapbert_abbreviations" in nlp.pipe_names:
-            docs = list(nlp.get_pipe("sapbert_abbreviations").pipe(docs))
+        for detector in abbreviation_detectors(nlp):
+            docs = [detector(doc) for doc in docs]
         added += linker.add_to_memory(docs)
     save_pipeline(nlp, output, overwrite=overwrite)
     typer.echo(f"{added} new memory entries ({len(linker.memory or [])} in all) written to {output}", err=True)

@@ -454,8 +454,11 @@ def evaluate_end_to_end(nlp, documents: Sequence[Document], labels: Optional[Ite
     A predicted entity is a true positive when a gold mention has the same character offsets and
     the predicted id shares an id (primary or alternative) with the gold set. Gold mentions without
     a concept (`-1`) are left out of the gold set; predictions on them count as false positives.
+    An id's alternatives come from the sapbert_linker that links the entity's label (there may be several).
     """
-    linker = nlp.get_pipe("sapbert_linker") if "sapbert_linker" in nlp.pipe_names else None
+    from .pipeline import linker_for_label, require_linkers
+
+    linkers = [linker for _, linker in require_linkers(nlp)]
     wanted = set(labels) if labels else None
     tp = fp = n_gold = 0
     docs = nlp.pipe(d.text for d in documents)
@@ -469,6 +472,7 @@ def evaluate_end_to_end(nlp, documents: Sequence[Document], labels: Optional[Ite
         for ent in doc.ents:
             if not ent.kb_id_:
                 continue
+            linker = linker_for_label(linkers, ent.label_)
             concept = linker.concept(ent.kb_id_) if linker is not None else None
             ids = concept.all_ids if concept is not None else [ent.kb_id_]
             if gold.get((ent.start_char, ent.end_char), set()).intersection(ids):

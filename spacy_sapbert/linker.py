@@ -8,7 +8,9 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optio
 
 import srsly
 from spacy.language import Language
+from spacy.pipeline import Pipe
 from spacy.tokens import Doc, Span
+from spacy.training import Example
 from spacy.util import minibatch
 import spacy.util
 
@@ -20,6 +22,7 @@ from .memory import MemorySettings, MentionMemory
 from .normalizer import Normalizer
 from .preprocess import gold_ids
 from .readers.dictionary import read_spell_check
+from .scoring import score_sapbert_links
 
 ENCODER_DIR, INDEX_DIR, MEMORY_DIR, CFG_FILE = "encoder", "index", "memory", "cfg"
 DEFAULT_MODEL = "cambridgeltl/SapBERT-from-PubMedBERT-fulltext"
@@ -39,13 +42,13 @@ DEFAULT_CONFIG = {
     "normalize": True,
     "index_type": "flat",
     "use_long_form": True,
-    "vocabulary": None,
     "use_memory": True,
     "memory_k": 4,
     "memory_weight": 0.1,
     "concept_temperature": 0.01,
     "memory_temperature": 1.0,
     "memory_mixture": "published",
+    "scorer": {"@scorers": "spacy-sapbert.linker_scorer.v1"},
 }
 
 
@@ -55,7 +58,13 @@ def install_extensions() -> None:
         Span.set_extension("kb_ents", default=None)
 
 
-@Language.factory("sapbert_linker", default_config=DEFAULT_CONFIG)
+@Language.factory(
+    "sapbert_linker",
+    default_config=DEFAULT_CONFIG,
+    requires=["doc.ents"],
+    assigns=["token.ent_kb_id", "span._.kb_ents"],
+    default_score_weights={"nel_micro_f": 1.0, "nel_micro_r": None, "nel_micro_p": None},
+)
 def make_sapbert_linker(
     nlp: Language,
     name: str,
@@ -73,13 +82,13 @@ def make_sapbert_linker(
     normalize: bool,
     index_type: str,
     use_long_form: bool,
-    vocabulary: Optional[Callable],
     use_memory: bool,
     memory_k: int,
     memory_weight: float,
     concept_temperature: float,
     memory_temperature: float,
     memory_mixture: str,
+    scorer: Optional[Callable],
 ) -> "SapbertLinker":
     return SapbertLinker(
         nlp.vocab,
@@ -98,21 +107,22 @@ def make_sapbert_linker(
         normalize=normalize,
         index_type=index_type,
         use_long_form=use_long_form,
-        vocabulary=vocabulary,
         use_memory=use_memory,
         memory_k=memory_k,
         memory_weight=memory_weight,
         concept_temperature=concept_temperature,
         memory_temperature=memory_temperature,
         memory_mixture=memory_mixture,
+        scorer=scorer,
     )
 
 
-class SapbertLinker:
+class SapbertLinker(Pipe):
     """Sets `span.kb_id_` and `span._.kb_ents` for the entities of a Doc.
 
-    The encoder and the concept index are loaded in `initialize()` (from `model` and `vocabulary`)
-    or in `from_disk`/`from_bytes` (from the copies saved inside the pipeline), never at construction.
+    The encoder and the concept index are loaded in `initialize()` (from `model` and the vocabulary
+    given in `[initialize.components.NAME]`) or in `from_disk`/`from_bytes` (from the copies saved
+    inside the pipeline), never at construction.
 
     A mention memory (kNN-BioEL), filled by `add_to_memory` with annotated mentions, is saved with
     the component; while it has entries and `use_memory` is on, candidate scores are the mixed
@@ -138,13 +148,13 @@ class SapbertLinker:
         normalize: bool = True,
         index_type: str = "flat",
         use_long_form: bool = True,
-        vocabulary: Optional[Callable[[], Iterable[Concept]]] = None,
         use_memory: bool = True,
         memory_k: int = 4,
         memory_weight: float = 0.1,
         concept_temperature: float = 0.01,
         memory_temperature: float = 1.0,
         memory_mixture: str = "published",
+        scorer: Optional[Callable] = score_sapbert_links,
     ):
         check_config(
             k=k, max_entities_per_mention=max_entities_per_mention, batch_size=batch_size, max_length=max_length,
@@ -162,13 +172,22 @@ class SapbertLinker:
         self.normalize = normalize
         self.index_type = index_type
         self.use_long_form = use_long_form
-        self.vocabulary = vocabulary
+        self.scorer = scorer
         self.use_memory = use_memory
         self.memory_settings = MemorySettings(memory_k, memory_weight, concept_temperature, memory_temperature, memory_mixture)
         self.encoder: Optional[Encoder] = None
         self.index: Optional[ConceptIndex] = None
         self.memory: Optional[MentionMemory] = None
         install_extensions()
+
+    @property
+    def labels(self) -> Tuple[str, ...]:
+        """The entity labels this linker links; empty: every entity."""
+        return self._labels
+
+    @labels.setter
+    def labels(self, labels: Iterable[str]) -> None:
+        self._labels = tuple(sorted(set(labels)))
 
     # set-up --------------------------------------------------------------------------------------
 
@@ -183,20 +202,20 @@ class SapbertLinker:
     ) -> None:
         """Load the encoder from `model` and build the concept index from the vocabulary.
 
-        `vocabulary` (here or in the component config) is a callable returning Concept records,
-        e.g. `spacy-sapbert.Vocabulary.v1` in a config, or a plain iterable of Concepts.
+        `vocabulary` is a callable returning Concept records (in a config, the registered loader
+        under `[initialize.components.NAME.vocabulary]`, e.g. `spacy-sapbert.Vocabulary.v1`, which
+        `nlp.initialize()` passes here) or a plain iterable of Concepts.
         `spell_check`: `misspelling||correction` pairs (a mapping or a file) that the normalizer
-        applies to names and mentions; they are saved with the index.
+        applies to mentions; they are saved with the index.
         The mention memory is emptied: its vectors came from the previous encoder.
         """
-        source = vocabulary if vocabulary is not None else self.vocabulary
-        if source is None:
+        if vocabulary is None:
             raise SapbertError(
-                f"{self.name}: no vocabulary to index. Set the component config key `vocabulary` "
-                "(e.g. {'@misc': 'spacy-sapbert.Vocabulary.v1', 'path': 'hp.obo'}) or pass "
-                "vocabulary=... to initialize (a callable or an iterable of Concept)"
+                f"{self.name}: no vocabulary to index. Set `vocabulary` in the config block "
+                f"[initialize.components.{self.name}] (e.g. {{'@misc': 'spacy-sapbert.Vocabulary.v1', "
+                "'path': 'hp.obo'}) or pass vocabulary=... to initialize (a callable or an iterable of Concept)"
             )
-        concepts = source() if callable(source) else source
+        concepts = vocabulary() if callable(vocabulary) else vocabulary
         if spell_check is not None:
             corrections = spell_check if isinstance(spell_check, Mapping) else read_spell_check(spell_check)
             self.normalizer = self.normalizer.with_spell_check(corrections)
@@ -244,9 +263,15 @@ class SapbertLinker:
         return [ent for ent in doc.ents if not self.labels or ent.label_ in self.labels]
 
     def query_text(self, span: Span) -> str:
-        """The string searched for a span: its long form when an abbreviation detector found one."""
+        """The string searched for a span: its long form when an abbreviation detector found one.
+
+        `span._.long_form` may be a str (sapbert_abbreviations) or a Span (scispacy's
+        abbreviation_detector); a Span gives its text.
+        """
         if self.use_long_form and Span.has_extension("long_form"):
             long_form = span._.long_form
+            if isinstance(long_form, Span):
+                long_form = long_form.text
             if long_form:
                 return long_form
         return span.text
@@ -350,6 +375,18 @@ class SapbertLinker:
     def concept(self, concept_id: str) -> Optional[Concept]:
         """Canonical name, names, types and xrefs of a concept id (primary or alternative)."""
         return self._require_index().concept(concept_id)
+
+    def primary_id(self, concept_id: str) -> str:
+        """The primary id of the concept of an id (primary or alternative); an id not in the index as it is."""
+        concept = self.concept(concept_id)
+        return concept.id if concept is not None else concept_id
+
+    # scoring --------------------------------------------------------------------------------------
+
+    def score(self, examples: Iterable[Example], **kwargs) -> Dict[str, Any]:
+        """The scorer's figures (by default `Scorer.score_links`' nel_micro_p/r/f) on the gold entities
+        of `labels`, with predicted and gold ids resolved to primary ids through this linker's index."""
+        return super().score(examples, **{"primary_id": self.primary_id, **kwargs})
 
     # serialization --------------------------------------------------------------------------------
 

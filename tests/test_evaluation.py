@@ -162,6 +162,22 @@ def test_end_to_end_precision_recall_f1(tiny_bert):
     assert scores["precision"] == pytest.approx(1 / 3) and scores["recall"] == pytest.approx(1 / 3)
 
 
+def test_end_to_end_resolves_alternative_ids_through_the_linker_of_each_label(tiny_bert):
+    import spacy
+
+    from spacy_sapbert.errors import SapbertError
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("entity_ruler").add_patterns([{"label": "Disease", "pattern": "hepatoma"}, {"label": "Chemical", "pattern": "advil"}])
+    for label, concepts in (("Disease", vocabulary()), ("Chemical", [Concept("C2", "Ibuprofen", ["advil"], alt_ids=["C2B"])])):
+        nlp.add_pipe("sapbert_linker", name=label, config={"model": tiny_bert, "labels": [label]}).initialize(vocabulary=concepts)
+    gold = [Mention(0, 8, "hepatoma", "Disease", "OMIM:2"), Mention(13, 18, "advil", "Chemical", "C2B")]
+    scores = evaluate_end_to_end(nlp, [Document("1", "hepatoma and advil", gold)])
+    assert (scores["tp"], scores["fp"], scores["fn"]) == (2, 0, 0)  # both through alternative ids, each of its own linker
+    with pytest.raises(SapbertError, match="no sapbert_linker component"):
+        evaluate_end_to_end(spacy.blank("en"), [Document("1", "hepatoma", gold[:1])])
+
+
 def test_tfidf_baseline_on_ncbi_dev_is_deterministic_and_sensible():
     from spacy_sapbert.evaluation import read_corpus
     from spacy_sapbert.readers import read_vocabulary

@@ -7,6 +7,7 @@ import spacy
 from spacy.tokens import Span
 
 from spacy_sapbert.errors import IndexFormatError, NotInitializedError, SapbertError
+from spacy_sapbert.kb import Concept
 
 
 def make_doc(nlp, text, mentions, label="DISEASE"):
@@ -112,20 +113,61 @@ def test_use_before_initialize_is_a_clear_error(tiny_bert):
     nlp.add_pipe("sapbert_linker", config={"model": tiny_bert})
     with pytest.raises(NotInitializedError, match="initialize"):
         link(nlp, "hepatoma", ["hepatoma"])
-    with pytest.raises(SapbertError, match="vocabulary"):
+    with pytest.raises(SapbertError, match=r"vocabulary.*\[initialize.components.sapbert_linker\]"):
         nlp.initialize()
 
 
-def test_config_vocabulary_is_read_by_initialize(tiny_bert, tmp_path):
+def test_vocabulary_in_the_initialize_block_is_read_by_nlp_initialize(tiny_bert, tmp_path):
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("D1||Heart failure|cardiac failure\nD2||Liver cancer|hepatoma\n", encoding="utf8")
-    nlp = spacy.blank("en")
-    nlp.add_pipe(
-        "sapbert_linker",
-        config={"model": tiny_bert, "vocabulary": {"@misc": "spacy-sapbert.Vocabulary.v1", "path": str(vocab)}},
+    config = spacy.util.load_config_from_str(
+        f"""
+[nlp]
+lang = "en"
+pipeline = ["sapbert_linker"]
+
+[components]
+
+[components.sapbert_linker]
+factory = "sapbert_linker"
+model = "{tiny_bert}"
+
+[initialize]
+
+[initialize.components]
+
+[initialize.components.sapbert_linker]
+
+[initialize.components.sapbert_linker.vocabulary]
+@misc = "spacy-sapbert.Vocabulary.v1"
+path = "{vocab}"
+"""
     )
+    nlp = spacy.util.load_model_from_config(config, auto_fill=True)
+    assert "vocabulary" not in nlp.config["components"]["sapbert_linker"]
     nlp.initialize()
+    assert nlp.get_pipe("sapbert_linker").index is not None
     assert link(nlp, "cardiac failure", ["cardiac failure"]).ents[0].kb_id_ == "D1"
+
+
+def test_build_pipeline_records_its_vocabulary_loader_for_nlp_initialize(tiny_bert, tmp_path):
+    from spacy_sapbert.pipeline import build_pipeline
+
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("D1||Heart failure|cardiac failure\nD2||Liver cancer|hepatoma\n", encoding="utf8")
+    loader = {"@misc": "spacy-sapbert.Vocabulary.v1", "path": str(vocab)}
+    nlp = build_pipeline([Concept("D1", "Heart failure")], tiny_bert, label=None, vocabulary_loader=loader)
+    nlp.to_disk(tmp_path / "pipe")
+    config = spacy.util.load_config(tmp_path / "pipe" / "config.cfg")
+    assert config["initialize"]["components"]["sapbert_linker"]["vocabulary"] == loader
+    rebuilt = spacy.util.load_model_from_config(config, auto_fill=True)
+    rebuilt.initialize()  # reads the vocabulary file, which has D2 where the built pipeline had only D1
+    assert link(rebuilt, "hepatoma", ["hepatoma"]).ents[0].kb_id_ == "D2"
+
+
+def test_vocabulary_is_no_component_config_key(tiny_bert):
+    with pytest.raises(Exception, match="vocabulary"):
+        spacy.blank("en").add_pipe("sapbert_linker", config={"model": tiny_bert, "vocabulary": None})
 
 
 def links(doc):
@@ -195,3 +237,149 @@ def test_punctuation_only_spans_are_not_linked(linker_nlp, monkeypatch):
     doc = link(linker_nlp, "nephropathy ( -- ) here", ["nephropathy", "(", "--"])
     assert [(e.text, e.kb_id_, e._.kb_ents) for e in doc.ents[1:]] == [("(", "", []), ("--", "", [])]
     assert doc.ents[0].kb_id_ == "D003" and encoded == ["nephropathy"]
+
+
+@spacy.Language.component("test_scispacy_style_abbreviations")
+def scispacy_style_abbreviations(doc):
+    """Stand-in for scispacy's abbreviation_detector: every "HC" gets `_.long_form` = the Span "Hepatic cancer"."""
+    start = doc.text.index("Hepatic cancer")
+    long_form = doc.char_span(start, start + len("Hepatic cancer"))
+    for token in doc:
+        if token.text == "HC":
+            doc[token.i : token.i + 1]._.long_form = long_form
+    return doc
+
+
+def restore_extension(cls, name: str, saved) -> None:
+    """Put back an extension as get_extension returned it (None: there was none)."""
+    if cls.has_extension(name):
+        cls.remove_extension(name)
+    if saved is not None:
+        default, method, getter, setter = saved
+        kwargs = {"method": method} if method else {"getter": getter, "setter": setter} if getter else {"default": default}
+        cls.set_extension(name, **kwargs)
+
+
+@pytest.fixture
+def span_long_form_extension():
+    """`span._.long_form` as scispacy declares it (a plain attribute, default None); the previous
+    `span._.long_form` and `doc._.abbreviations` (which scispacy's detector replaces) restored after."""
+    from spacy.tokens import Doc
+
+    saved = Span.get_extension("long_form"), Doc.get_extension("abbreviations")
+    Span.set_extension("long_form", default=None, force=True)
+    yield
+    restore_extension(Span, "long_form", saved[0])
+    restore_extension(Doc, "abbreviations", saved[1])
+
+
+def test_a_span_long_form_as_scispacy_sets_it_is_searched_as_its_text(linker_nlp, span_long_form_extension):
+    linker_nlp.add_pipe("test_scispacy_style_abbreviations", first=True)
+    text = "Hepatic cancer (HC) was treated. Later HC recurred."
+    doc = linker_nlp.make_doc(text)
+    doc.ents = [doc.char_span(text.rindex("HC"), text.rindex("HC") + 2, label="DISEASE")]
+    for name, proc in linker_nlp.pipeline:
+        doc = proc(doc)
+    [ent] = doc.ents
+    assert isinstance(ent._.long_form, Span) and ent._.long_form.text == "Hepatic cancer"
+    assert ent.kb_id_ == "D002" and ent._.kb_ents[0][1] == pytest.approx(1.0, abs=1e-4)
+    linker = linker_nlp.get_pipe("sapbert_linker")
+    assert linker.query_text(ent) == "Hepatic cancer"
+    assert linker.add_to_memory([doc]) == 1 and linker.memory.texts == ["hepatic cancer"]
+
+
+def test_scispacy_abbreviation_detector_long_forms_are_linked(linker_nlp, span_long_form_extension):
+    pytest.importorskip("scispacy.abbreviation")
+    linker_nlp.add_pipe("abbreviation_detector", first=True)
+    text = "Hepatic cancer (HC) was treated. Later HC recurred."
+    doc = linker_nlp.make_doc(text)
+    doc.ents = [doc.char_span(text.rindex("HC"), text.rindex("HC") + 2, label="DISEASE")]
+    for name, proc in linker_nlp.pipeline:
+        doc = proc(doc)
+    [ent] = doc.ents
+    assert isinstance(ent._.long_form, Span) and ent._.long_form.text == "Hepatic cancer"
+    assert ent.kb_id_ == "D002" and ent._.kb_ents[0][1] == pytest.approx(1.0, abs=1e-4)
+
+
+def test_is_a_spacy_pipe_that_declares_what_it_requires_and_assigns(linker_nlp):
+    from spacy.pipeline import Pipe
+
+    linker = linker_nlp.get_pipe("sapbert_linker")
+    assert isinstance(linker, Pipe) and list(linker.pipe([])) == [] and linker.predict([]) == []
+    analysis = linker_nlp.analyze_pipes()
+    assert analysis["summary"]["sapbert_linker"]["requires"] == ["doc.ents"]
+    assert analysis["summary"]["sapbert_linker"]["assigns"] == ["token.ent_kb_id", "span._.kb_ents"]
+    assert analysis["problems"]["sapbert_linker"] == ["doc.ents"]  # nothing before it sets doc.ents
+    linker_nlp.add_pipe("entity_ruler", first=True)
+    assert linker_nlp.analyze_pipes()["problems"]["sapbert_linker"] == []
+
+
+DISEASES = [Concept("D1", "Heart failure", ["cardiac failure"]), Concept("D2", "Liver cancer", ["hepatoma"])]
+CHEMICALS = [Concept("C1", "Aspirin", ["acetylsalicylic acid"]), Concept("C2", "Ibuprofen", ["advil"])]
+
+
+def two_linker_pipeline(tiny_bert):
+    """Disease entities linked to a disease vocabulary, Chemical entities to a chemical one."""
+    nlp = spacy.blank("en")
+    for name, label, concepts in (("disease_linker", "Disease", DISEASES), ("chemical_linker", "Chemical", CHEMICALS)):
+        config = {"model": tiny_bert, "device": "cpu", "labels": [label]}
+        nlp.add_pipe("sapbert_linker", name=name, config=config).initialize(vocabulary=concepts)
+    return nlp
+
+
+def disease_and_chemical(nlp):
+    doc = nlp.make_doc("hepatoma after advil")
+    doc.ents = [Span(doc, 0, 1, label="Disease"), Span(doc, 2, 3, label="Chemical")]
+    return doc
+
+
+def test_two_linkers_for_disjoint_labels_share_a_pipeline(tiny_bert, tmp_path, one_thread):
+    from spacy_sapbert.pipeline import find_linkers
+
+    nlp = two_linker_pipeline(tiny_bert)
+    assert [name for name, _ in find_linkers(nlp)] == ["disease_linker", "chemical_linker"]
+    only_diseases = nlp.get_pipe("disease_linker")(disease_and_chemical(nlp))
+    assert [(e.kb_id_, e._.kb_ents is None) for e in only_diseases.ents] == [("D2", False), ("", True)]
+    only_chemicals = nlp.get_pipe("chemical_linker")(disease_and_chemical(nlp))
+    assert [(e.kb_id_, e._.kb_ents is None) for e in only_chemicals.ents] == [("", True), ("C2", False)]
+
+    doc = nlp(disease_and_chemical(nlp))
+    disease, chemical = doc.ents
+    assert disease.kb_id_ == "D2" and {cid for cid, _ in disease._.kb_ents} <= {"D1", "D2"}
+    assert chemical.kb_id_ == "C2" and {cid for cid, _ in chemical._.kb_ents} <= {"C1", "C2"}
+
+    nlp.to_disk(tmp_path / "pipe")
+    loaded = spacy.load(tmp_path / "pipe")
+    assert [name for name, _ in find_linkers(loaded)] == ["disease_linker", "chemical_linker"]
+    assert loaded.get_pipe("chemical_linker").labels == ("Chemical",)
+    assert links(loaded(disease_and_chemical(loaded))) == links(doc)
+
+
+def test_each_of_two_linkers_scores_its_own_labels(tiny_bert, one_thread):
+    from spacy.training import Example
+
+    nlp = two_linker_pipeline(tiny_bert)
+    gold = disease_and_chemical(nlp)
+    gold.ents = [Span(gold, 0, 1, label="Disease", kb_id="D2"), Span(gold, 2, 3, label="Chemical", kb_id="C1")]
+    scores = nlp.evaluate([Example(disease_and_chemical(nlp), gold)], per_component=True)
+    assert scores["disease_linker"]["nel_micro_f"] == 1.0 and scores["chemical_linker"]["nel_micro_f"] == 0.0
+    assert set(scores["chemical_linker"]["nel_f_per_type"]) == {"Chemical"}
+
+
+def test_commands_find_one_linker_by_factory_or_say_which_option_picks_one(tiny_bert, linker_nlp):
+    from spacy_sapbert.pipeline import find_linkers, the_linker
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    with pytest.raises(SapbertError, match=r"no sapbert_linker component; its components: \['sentencizer'\]"):
+        the_linker(nlp)
+    assert the_linker(linker_nlp) is linker_nlp.get_pipe("sapbert_linker")
+    renamed = spacy.blank("en")
+    renamed.add_pipe("sapbert_linker", name="my_linker", config={"model": tiny_bert})
+    assert [name for name, _ in find_linkers(renamed)] == ["my_linker"] and the_linker(renamed).name == "my_linker"
+    two = two_linker_pipeline(tiny_bert)
+    with pytest.raises(SapbertError, match=r"2 sapbert_linker components \['disease_linker', 'chemical_linker'\]; choose one with --component NAME"):
+        the_linker(two)
+    assert the_linker(two, "chemical_linker").labels == ("Chemical",)
+    with pytest.raises(SapbertError, match="--component 'sentencizer' is not a sapbert_linker"):
+        the_linker(two, "sentencizer")

@@ -3,6 +3,7 @@ import os
 import subprocess
 import sys
 
+from conftest import ROOT
 from spacy_sapbert.kb import Concept
 from spacy_sapbert.pipeline import build_pipeline, save_pipeline
 
@@ -33,6 +34,7 @@ def test_spacy_package_wheel_installs_and_links(tmp_path, tiny_bert):
         "doc = nlp('Cardiac failure and hepatoma.')\n"
         "print([(e.text, e.kb_id_) for e in doc.ents])\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
+    # the wheel, and this checkout's spacy_sapbert (not another copy installed in the environment)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), str(ROOT)])}
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, env=env, cwd=tmp_path)
     assert out.stdout.strip() == "[('Cardiac failure', 'D1'), ('hepatoma', 'D2')]"

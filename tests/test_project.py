@@ -74,7 +74,8 @@ def test_project_workflow_all_then_install_the_wheel(tmp_path, tiny_bert, capsys
         f"doc = nlp('Patients with {name} were seen.')\n"
         "print([(e.text, e.label_, bool(e.kb_id_)) for e in doc.ents])\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
+    # the wheel, and this checkout's spacy_sapbert (not another copy installed in the environment)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), str(ROOT)])}
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     pipe_names, ents = out.stdout.strip().splitlines()
