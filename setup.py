@@ -8,7 +8,7 @@ TRAIN = ["pytorch-metric-learning>=2.0", "matplotlib"]
 
 setup(
     name="spacy-sapbert",
-    version="0.1.0",
+    version="0.2.0",
     description="spaCy component that links biomedical entity mentions to concept ids with a SapBERT-style encoder and a faiss index",
     long_description=Path(__file__).with_name("README.md").read_text(encoding="utf8"),
     long_description_content_type="text/markdown",

@@ -222,7 +222,7 @@ class NormalizedBaseline:
         self.normalizer = normalizer
 
     def rank(self, texts: Sequence[str], k: int) -> List[List[Candidate]]:
-        return self.retriever.rank([self.normalizer(text) for text in texts], k)
+        return self.retriever.rank([self.normalizer.query(text) for text in texts], k)
 
 
 def evaluation_linker(encoder, index: ConceptIndex, memory_settings: Optional[MemorySettings] = None):
@@ -310,7 +310,7 @@ def tune_memory(
         from .errors import SapbertError
 
         raise SapbertError("tune_memory needs a linker whose mention memory has entries")
-    normalized = {q: linker.normalizer(q) for m in mentions for q in m.queries}
+    normalized = {q: linker.normalizer.query(q) for m in mentions for q in m.queries}
     distinct = sorted(set(normalized.values()))
     concepts, votes = linker.retrieve(distinct, max(grid["memory_k"]))
     keys = list(grid)
@@ -652,7 +652,8 @@ def run_benchmark(
     extra: List[Tuple[str, str]] = []
     for path in train:
         train_mentions, _, _ = read_corpus(path, guess_corpus_format(path), prep, labels)
-        extra += training_names(train_mentions, kb)
+        # training mentions become names as they are searched: query-normalized (spelling corrected)
+        extra += [(concept_id, normalizer.query(text)) for concept_id, text in training_names(train_mentions, kb)]
     n_missing, absent = missing_gold(mentions, kb)
     memory_mentions: List[Tuple[str, str]] = []
     for path in memory:

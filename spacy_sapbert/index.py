@@ -17,7 +17,8 @@ from .normalizer import Normalizer
 INDEX_TYPES = ("flat", "hnsw")
 # 2: meta.json records the encoder fingerprint, pooling, max_length and the vocabulary hash.
 # 3: and the Normalizer (lowercase, remove_punctuation, spelling corrections) that made the names.
-FORMAT_VERSION = 3
+# 4: spelling corrections apply to queries only, never to the indexed names.
+FORMAT_VERSION = 4
 META_FILE, CONCEPTS_FILE, NAMES_FILE, VECTORS_FILE = "meta.json", "concepts.msgpack", "names.msgpack", "vectors.faiss"
 
 Candidate = Tuple[str, float]

@@ -288,7 +288,7 @@ class SapbertLinker(Pipe):
 
         Texts are normalized by the index's normalizer; each distinct normalized string is encoded once.
         """
-        keys = [self.normalizer(text) for text in texts]
+        keys = [self.normalizer.query(text) for text in texts]
         distinct = sorted({key for key in keys if is_linkable(key)})
         if not distinct:
             return [[] for _ in texts]
@@ -361,7 +361,7 @@ class SapbertLinker(Pipe):
         for text, gold in mentions:
             ids = gold_ids(gold)
             concept = index.concept(next(iter(ids))) if len(ids) == 1 else None
-            key = self.normalizer(text)
+            key = self.normalizer.query(text)
             if concept is not None and key:
                 entries.append((key, concept.id))
         if self.memory is None:

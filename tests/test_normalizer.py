@@ -16,12 +16,20 @@ CORRECTIONS = {"hemmorhage": "haemorrhage"}
     [
         (Normalizer(), "  Brain-Hemmorhage  (Acute) ", "brain-hemmorhage (acute)"),
         (Normalizer(remove_punctuation=True), "Brain-Hemmorhage (Acute)", "brain hemmorhage acute"),
-        (Normalizer(remove_punctuation=True).with_spell_check(CORRECTIONS), "Brain-HEMMORHAGE", "brain haemorrhage"),
+        (Normalizer(remove_punctuation=True).with_spell_check(CORRECTIONS), "Brain-HEMMORHAGE", "brain hemmorhage"),
         (Normalizer(lowercase=False), "Brain  Hemmorhage", "Brain Hemmorhage"),
     ],
 )
 def test_normalizer_steps(normalizer, text, expected):
     assert normalizer(text) == expected
+
+
+def test_spelling_corrections_apply_to_queries_only():
+    """BioSyn corrects typos in mentions; its list would damage names ("le||leg": "le marec ... syndrome")."""
+    normalizer = Normalizer(remove_punctuation=True).with_spell_check({**CORRECTIONS, "le": "leg"})
+    assert normalizer.query("Brain-HEMMORHAGE") == "brain haemorrhage"
+    assert normalizer("Le Marec-Bracq-Picaud syndrome") == "le marec bracq picaud syndrome"
+    assert normalizer.query("Le Marec syndrome") == "leg marec syndrome"
 
 
 def test_normalizer_round_trips_and_equal_lists_give_equal_settings():
@@ -36,7 +44,7 @@ def test_the_registered_normalizer_reads_a_spell_check_file(tmp_path):
     path = tmp_path / "spell.txt"
     path.write_text("hemmorhage||haemorrhage\n", encoding="utf8")
     make = spacy.registry.misc.get("spacy-sapbert.Normalizer.v1")
-    assert make(remove_punctuation=True, spell_check=str(path))("Hemmorhage.") == "haemorrhage"
+    assert make(remove_punctuation=True, spell_check=str(path)).query("Hemmorhage.") == "haemorrhage"
 
 
 def test_evaluation_protocol_normalizer_matches_the_preprocessing_flags():

@@ -133,8 +133,9 @@ def load_examples(config: DhnsConfig) -> Tuple[List[Concept], List[Tuple[str, st
     for corpus in config.corpora:
         mentions, _, _ = read_corpus(Path(corpus), guess_corpus_format(Path(corpus)), prep, config.labels or None)
         for concept_id, text in training_names(mentions, kb):
-            if normalizer(text):
-                examples[normalizer(text), concept_id] = None
+            query = normalizer.query(text)
+            if query:
+                examples[query, concept_id] = None
     if not examples:
         raise SapbertError(f"no training mention of {config.corpora} has a gold id in the vocabulary {config.vocab}")
     return concepts, list(examples)
