@@ -56,6 +56,7 @@ from spacy_sapbert.readers import (  # noqa: E402
     read_spell_check,
 )
 from spacy_sapbert.readers.corpora import read_biosyn_concepts, read_pubtator, read_xlbel  # noqa: E402
+from spacy_sapbert.readers.obo import json_type  # noqa: E402
 from spacy_sapbert.readers.umls import MRREL_COLUMNS  # noqa: E402
 
 SHARED_DATA = ROOT.parent / "shared" / "data"
@@ -135,17 +136,6 @@ GRAPH_SCHEMA: Dict[Tuple, set] = {
     ("meta", "basicPropertyValues"): _OPTIONAL_ARRAY, ("meta", "basicPropertyValues", "*"): {"object"},
     ("meta", "basicPropertyValues", "*", "pred"): _OPTIONAL_STRING, ("meta", "basicPropertyValues", "*", "val"): _OPTIONAL_STRING,
 }
-
-
-def json_type(value: Any) -> str:
-    """The JSON name of a value's type."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    return {str: "string", list: "array", dict: "object"}.get(type(value), type(value).__name__)
 
 
 CASES = [

@@ -1,6 +1,7 @@
 """Shared fixtures: paths to ../shared/data and a tiny random BERT built locally (never downloaded)."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -11,9 +12,12 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 def shared_file(*parts: str) -> Path:
-    """A file under ../shared/data; the test is skipped when the shared data is not there."""
+    """A file under ../shared/data; the test is skipped when the shared data is not there, except
+    under CI (CI=true), where ../shared sits beside the clone and a missing file is an error."""
     path = SHARED_DATA.joinpath(*parts)
     if not path.exists():
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(f"shared data file not found under CI: {path}")
         pytest.skip(f"shared data file not found: {path}")
     return path
 
