@@ -5,11 +5,13 @@ import hashlib
 import importlib.util
 import json
 import os
+import sys
 from pathlib import Path
-from typing import List, Optional, Sequence, Union
+from typing import Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy
 import torch
+import torch.nn.functional as F
 
 from .errors import EncoderLoadError
 
@@ -111,26 +113,69 @@ def length_order(texts: Sequence[str]) -> List[int]:
     return sorted(range(len(texts)), key=lambda i: len(texts[i]))
 
 
+def length_chunks(texts: Sequence[str], chunk_size: int) -> List[List[int]]:
+    """Row indices of `texts`, shortest first, cut into chunks of at most `chunk_size`."""
+    order = length_order(texts)
+    return [order[start : start + chunk_size] for start in range(0, len(order), chunk_size)]
+
+
+def forward_pooled(model, tokenizer, texts: Sequence[str], *, max_length: int, pooling: str, device) -> torch.Tensor:
+    """The one encoding step: tokenize (pad to the longest, truncate to `max_length`), forward, pool."""
+    batch = tokenizer(list(texts), padding=True, truncation=True, max_length=max_length, return_tensors="pt").to(device)
+    return pool(model(**batch).last_hidden_state, batch["attention_mask"], pooling)
+
+
+def pooled_chunks(
+    model, tokenizer, texts: Sequence[str], *, max_length: int, pooling: str, device, chunk_size: int,
+    progress: Optional[str] = None,
+) -> Iterator[Tuple[List[int], torch.Tensor]]:
+    """(rows, pooled vectors) for each length-sorted chunk of `texts`; `progress` is a tqdm label, or None."""
+    chunks = length_chunks(texts, chunk_size)
+    if progress is not None:
+        from tqdm import tqdm
+
+        chunks = tqdm(chunks, desc=progress, unit="batch", file=sys.stderr)
+    for rows in chunks:
+        yield rows, forward_pooled(
+            model, tokenizer, [texts[i] for i in rows], max_length=max_length, pooling=pooling, device=device
+        )
+
+
 def embed_texts(
     model, tokenizer, texts: Sequence[str], *, max_length: int, pooling: str, device, chunk_size: int = 64
 ) -> torch.Tensor:
     """(len(texts), dim) pooled vectors that keep their autograd graph, rows in the order of `texts`.
 
-    For training: the texts are run through the model in length-sorted chunks of `chunk_size`, so a
-    short name is not padded to the longest name of a 512-name batch. With attention masking the
-    vectors are those of one padded batch (up to float rounding) at about half the cost on CPU.
+    For training: length-sorted chunks of `chunk_size` (`pooled_chunks`), so a short name is not padded
+    to the longest name of a 512-name batch. With attention masking the vectors are those of one padded
+    batch (up to float rounding) at about half the cost on CPU.
     """
-    order = length_order(texts)
-    parts = []
-    for start in range(0, len(order), chunk_size):
-        rows = order[start : start + chunk_size]
-        batch = tokenizer(
-            [texts[i] for i in rows], padding=True, truncation=True, max_length=max_length, return_tensors="pt"
-        ).to(device)
-        parts.append(pool(model(**batch).last_hidden_state, batch["attention_mask"], pooling))
+    order, parts = [], []
+    for rows, vectors in pooled_chunks(
+        model, tokenizer, texts, max_length=max_length, pooling=pooling, device=device, chunk_size=chunk_size
+    ):
+        order.extend(rows)
+        parts.append(vectors)
     inverse = torch.empty(len(order), dtype=torch.long)
     inverse[torch.tensor(order, dtype=torch.long)] = torch.arange(len(order))
     return torch.cat(parts)[inverse.to(parts[0].device)]
+
+
+def infer_vectors(
+    model, tokenizer, texts: Sequence[str], *, max_length: int, pooling: str, device, chunk_size: int,
+    normalize: bool = False, progress: Optional[str] = None,
+) -> numpy.ndarray:
+    """float32 array (len(texts), dim) under inference_mode, rows in the order of `texts` (unit rows if
+    `normalize`): what linking, index building and DHNS mining encode with (`pooled_chunks`)."""
+    out = numpy.zeros((len(texts), int(model.config.hidden_size)), dtype="float32")
+    with torch.inference_mode():
+        for rows, vectors in pooled_chunks(
+            model, tokenizer, texts, max_length=max_length, pooling=pooling, device=device, chunk_size=chunk_size,
+            progress=progress,
+        ):
+            vectors = vectors.float()
+            out[rows] = (F.normalize(vectors, dim=-1) if normalize else vectors).cpu().numpy()
+    return out
 
 
 class Encoder:
@@ -175,27 +220,11 @@ class Encoder:
         return self._fingerprint
 
     def encode(self, texts: Sequence[str], batch_size: Optional[int] = None, progress: bool = False) -> numpy.ndarray:
-        """float32 array (len(texts), dim), rows in the order of `texts`."""
-        batch_size = batch_size or self.batch_size
-        out = numpy.zeros((len(texts), self.dim), dtype="float32")
-        order = length_order(texts)
-        starts = range(0, len(order), batch_size)
-        if progress:
-            from tqdm import tqdm
-
-            starts = tqdm(starts, desc="encoding", unit="batch")
-        with torch.inference_mode():
-            for start in starts:
-                rows = order[start : start + batch_size]
-                out[rows] = self._encode_batch([texts[i] for i in rows])
-        return out
-
-    def _encode_batch(self, texts: List[str]) -> numpy.ndarray:
-        batch = self.tokenizer(
-            texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
-        ).to(self.device)
-        hidden = self.model(**batch).last_hidden_state
-        return pool(hidden, batch["attention_mask"], self.pooling).float().cpu().numpy()
+        """float32 array (len(texts), dim), rows in the order of `texts` (`infer_vectors`)."""
+        return infer_vectors(
+            self.model, self.tokenizer, texts, max_length=self.max_length, pooling=self.pooling, device=self.device,
+            chunk_size=batch_size or self.batch_size, progress="encoding" if progress else None,
+        )
 
     def save(self, folder: Union[str, Path]) -> None:
         """Write weights, config and tokenizer as a Hugging Face folder."""

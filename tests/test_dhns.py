@@ -132,6 +132,26 @@ def test_resumed_dhns_run_ends_with_the_same_weights(tiny_task, tiny_bert, one_t
         assert torch.equal(a, b), name
 
 
+@pytest.mark.parametrize("pooling", ["cls", "mean"])
+def test_mining_vectors_are_the_encoders_normalized_vectors(tiny_bert, pooling, one_thread):
+    """DHNS mines with Encoder.encode's vectors, unit length, in eval mode (no dropout), gradients off."""
+    from spacy_sapbert.encoder import Encoder, load_pretrained
+    from spacy_sapbert.training.dhns import MINING_CHUNK, _encode_all
+
+    texts = [f"name {'x' * (i % 7)} {i}" for i in range(MINING_CHUNK + 40)]  # two chunks
+    config = DhnsConfig(model=tiny_bert, output="-", corpora=["-"], vocab=["-"], pooling=pooling, max_length=12, progress=False)
+    _, model = load_pretrained(tiny_bert)
+    encoder = Encoder(tiny_bert, device="cpu", pooling=pooling, max_length=12)
+    model.train()  # as during training: dropout on
+    mined = _encode_all(model, encoder.tokenizer, texts, config, torch.device("cpu"), "names")
+    assert model.training  # handed back in training mode
+    assert mined.dtype == numpy.float32 and mined.flags.c_contiguous
+    expected = encoder.encode(texts, batch_size=MINING_CHUNK)
+    expected /= numpy.linalg.norm(expected, axis=1, keepdims=True)
+    numpy.testing.assert_allclose(mined, expected, atol=1e-6, rtol=0)
+    assert all(p.grad is None for p in model.parameters())
+
+
 def test_dhns_settings_and_data_errors_are_named(tiny_task, tiny_bert):
     from spacy_sapbert.errors import SapbertError
 

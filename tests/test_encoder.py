@@ -101,6 +101,45 @@ def test_chunked_training_embeddings_equal_one_padded_batch_and_carry_gradients(
     assert model.embeddings.word_embeddings.weight.grad.abs().sum() > 0
 
 
+@pytest.mark.parametrize("pooling", ["cls", "mean"])
+def test_encode_and_the_training_path_give_the_same_vectors(tiny_bert, pooling):
+    """Linking/indexing (Encoder.encode) and the trainers (embed_texts) run the same tokenize-forward-pool."""
+    from spacy_sapbert.encoder import embed_texts
+
+    encoder = Encoder(tiny_bert, device="cpu", pooling=pooling, max_length=6)
+    texts = ["chronic kidney disease of unknown cause", "a", "heart failure", "liver", "renal cell carcinoma", "b"]
+    encoded = encoder.encode(texts, batch_size=4)
+    training = embed_texts(
+        encoder.model, encoder.tokenizer, texts, max_length=6, pooling=pooling, device="cpu", chunk_size=4
+    )
+    assert training.requires_grad  # the trainers' path keeps the graph
+    numpy.testing.assert_array_equal(encoded, training.detach().numpy())  # same chunks: the same bits
+    other_chunks = embed_texts(
+        encoder.model, encoder.tokenizer, texts, max_length=6, pooling=pooling, device="cpu", chunk_size=64
+    )
+    numpy.testing.assert_allclose(encoded, other_chunks.detach().numpy(), atol=1e-5, rtol=1e-4)
+    # max_length=6 truncates the long name in both paths: with 25 it is another vector
+    longer = Encoder(tiny_bert, device="cpu", pooling=pooling, max_length=25).encode(texts[:1])
+    assert not numpy.allclose(encoded[0], longer[0], atol=1e-4)
+
+
+def test_inference_vectors_normalize_and_report_progress(tiny_bert, capsys):
+    from spacy_sapbert.encoder import infer_vectors
+
+    encoder = Encoder(tiny_bert, device="cpu")
+    texts = ["heart failure", "liver", "a"]
+    unit = infer_vectors(
+        encoder.model, encoder.tokenizer, texts, max_length=25, pooling="cls", device="cpu", chunk_size=2,
+        normalize=True, progress="mining names",
+    )
+    raw = encoder.encode(texts, batch_size=2)
+    numpy.testing.assert_allclose(unit, raw / numpy.linalg.norm(raw, axis=1, keepdims=True), atol=1e-6)
+    numpy.testing.assert_allclose(numpy.linalg.norm(unit, axis=1), 1.0, atol=1e-6)
+    assert "mining names" in capsys.readouterr().err
+    encoder.encode(texts)
+    assert capsys.readouterr().err == ""  # no progress bar unless asked
+
+
 def test_a_trained_model_folder_declares_its_pooling_and_commands_use_it(tmp_path, tiny_bert, one_thread):
     """train writes sentence-transformers' pooling files; a later command without --pooling reads them."""
     import json

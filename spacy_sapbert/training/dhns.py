@@ -36,7 +36,7 @@ import numpy
 import torch
 import torch.nn.functional as F
 
-from ..encoder import POOLINGS, embed_texts, load_pretrained, resolve_device
+from ..encoder import POOLINGS, embed_texts, infer_vectors, load_pretrained, resolve_device
 from ..errors import SapbertError
 from ..extras import require
 from ..index import NameLinks, name_table
@@ -219,23 +219,19 @@ def info_nce_loss(
 # training -----------------------------------------------------------------------------------------
 
 
-def _encode_all(model, tokenizer, texts: Sequence[str], config: DhnsConfig, device, desc: str) -> numpy.ndarray:
-    """Unit vectors of `texts` under the current model, without gradients."""
-    from tqdm import tqdm
+MINING_CHUNK = 256  # texts per forward pass when all names and mentions are encoded for mining
 
+
+def _encode_all(model, tokenizer, texts: Sequence[str], config: DhnsConfig, device, desc: str) -> numpy.ndarray:
+    """Unit vectors of `texts` under the current model, without gradients (`infer_vectors`)."""
     model.eval()
-    block = 4096
-    out = []
-    with torch.inference_mode():
-        starts = tqdm(range(0, len(texts), block), desc=desc, unit="block", disable=not config.progress, file=sys.stderr)
-        for start in starts:
-            vectors = embed_texts(
-                model, tokenizer, texts[start : start + block], max_length=config.max_length, pooling=config.pooling,
-                device=device, chunk_size=256,
-            )
-            out.append(F.normalize(vectors.float(), dim=-1).cpu().numpy())
-    model.train()
-    return numpy.ascontiguousarray(numpy.concatenate(out), dtype="float32")
+    try:
+        return infer_vectors(
+            model, tokenizer, texts, max_length=config.max_length, pooling=config.pooling, device=device,
+            chunk_size=MINING_CHUNK, normalize=True, progress=desc if config.progress else None,
+        )
+    finally:
+        model.train()
 
 
 def _batch_loss(model, tokenizer, batch: Sequence[MinedExample], config: DhnsConfig, device) -> torch.Tensor:
