@@ -195,6 +195,7 @@ class TfidfRetriever:
         TfidfVectorizer = require("sklearn.feature_extraction.text").TfidfVectorizer
 
         self.concepts = list(concepts)
+        self.ids = [concept.id for concept in self.concepts]
         names, pair_names, pair_concepts = name_table(self.concepts, Normalizer(lowercase=False))
         self.links = NameLinks(pair_names, pair_concepts, len(names))
         self.vectorizer = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 3), dtype=numpy.float32)
@@ -210,7 +211,7 @@ class TfidfRetriever:
             for row, candidates in zip(scores, top):
                 order = candidates[numpy.argsort(-row[candidates], kind="stable")]
                 order = order[row[order] > 0]
-                out.append(self.links.concept_hits(row[order], order, k, self.concepts))
+                out.append(self.links.concept_hits(row[order], order, k, self.ids))
         return out
 
 
@@ -344,15 +345,22 @@ def build_encoder_index(
     when the caller has it already.
     """
     settings = {**encoder_settings(encoder), **normalizer.settings(), "normalize": EVAL_INDEX["normalize"]}
+    merged: List[KnowledgeBase] = []
+
+    def knowledge_base() -> KnowledgeBase:
+        """The concepts merged by id, once for both the vocabulary hash and the build."""
+        if not merged:
+            merged.append(KnowledgeBase(concepts))
+        return merged[0]
 
     def build() -> ConceptIndex:
         return ConceptIndex.build(
-            concepts, lambda names: encoder.encode(names, progress=True), encoder=settings, normalizer=normalizer, **EVAL_INDEX
+            knowledge_base(), lambda names: encoder.encode(names, progress=True), encoder=settings, normalizer=normalizer, **EVAL_INDEX
         )
 
     if not cache_dir:
         return build()
-    vocabulary = vocabulary or vocabulary_hash(KnowledgeBase(concepts))
+    vocabulary = vocabulary or vocabulary_hash(knowledge_base())
     path = Path(cache_dir) / index_cache_key(settings, vocabulary)
     if not (path / META_FILE).exists():
         index = build()

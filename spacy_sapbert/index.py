@@ -11,14 +11,16 @@ import srsly
 
 from .errors import IndexFormatError
 from .io import atomic_write, atomic_write_bytes, atomic_write_text
-from .kb import Concept, KnowledgeBase
+from .kb import Concept, ConceptTable, KnowledgeBase
 from .normalizer import Normalizer
 
 INDEX_TYPES = ("flat", "hnsw")
 # 2: meta.json records the encoder fingerprint, pooling, max_length and the vocabulary hash.
 # 3: and the Normalizer (lowercase, remove_punctuation, spelling corrections) that made the names.
 # 4: spelling corrections apply to queries only, never to the indexed names.
-FORMAT_VERSION = 4
+# 5: concepts.msgpack holds columns (ids, names, flat synonyms/types/xrefs/alt_ids with offsets), and
+#    names.msgpack the name/concept pairs as int64 bytes.
+FORMAT_VERSION = 5
 META_FILE, CONCEPTS_FILE, NAMES_FILE, VECTORS_FILE = "meta.json", "concepts.msgpack", "names.msgpack", "vectors.faiss"
 
 Candidate = Tuple[str, float]
@@ -126,9 +128,10 @@ class NameLinks:
         self.offsets = numpy.searchsorted(self.pair_names, numpy.arange(n_names + 1))
 
     def concept_hits(
-        self, scores: Sequence[float], name_rows: Sequence[int], k: int, concepts: Sequence[Concept]
+        self, scores: Sequence[float], name_rows: Sequence[int], k: int, ids: Sequence[str]
     ) -> List[Candidate]:
-        """Walk name hits best first and keep each concept's first (best) score, up to k concepts."""
+        """Walk name hits best first and keep each concept's first (best) score, up to k concepts;
+        `ids`: the concept id of each concept row."""
         hits: List[Candidate] = []
         seen = set()
         for score, name_row in zip(numpy.asarray(scores).tolist(), numpy.asarray(name_rows).tolist()):
@@ -137,7 +140,7 @@ class NameLinks:
             for concept_row in self.pair_concepts[self.offsets[name_row] : self.offsets[name_row + 1]].tolist():
                 if concept_row not in seen:
                     seen.add(concept_row)
-                    hits.append((concepts[concept_row].id, float(score)))
+                    hits.append((ids[concept_row], float(score)))
                     if len(hits) == k:
                         return hits
         return hits
@@ -152,7 +155,7 @@ class ConceptIndex:
 
     def __init__(
         self,
-        concepts: List[Concept],
+        concepts: ConceptTable,
         names: List[str],
         pair_names: numpy.ndarray,
         pair_concepts: numpy.ndarray,
@@ -164,8 +167,9 @@ class ConceptIndex:
         encoder: Optional[Mapping[str, Any]] = None,
         vocabulary: Optional[str] = None,
     ):
-        """`encoder`: the ENCODER_SETTINGS the vectors were made with (None: unknown, an `encode`
-        function); `vocabulary`: the vocabulary_hash of the concepts."""
+        """`concepts`: the concepts, one row each, that the pairs point to; `encoder`: the ENCODER_SETTINGS
+        the vectors were made with (None: unknown, an `encode` function); `vocabulary`: the
+        vocabulary_hash of the concepts."""
         if vectors.ntotal != len(names):
             raise IndexFormatError(f"the faiss index holds {vectors.ntotal} vectors but there are {len(names)} names")
         self.concepts = concepts
@@ -176,8 +180,6 @@ class ConceptIndex:
         self.index_type = index_type
         self.encoder_settings = {key: (encoder or {}).get(key) for key in ENCODER_SETTINGS}
         self.vocabulary_hash = vocabulary
-        self.kb = KnowledgeBase(concepts)
-        self._rows = {concept.id: row for row, concept in enumerate(concepts)}
         self._set_pairs(pair_names, pair_concepts)
 
     def _set_pairs(self, pair_names: numpy.ndarray, pair_concepts: numpy.ndarray) -> None:
@@ -192,13 +194,18 @@ class ConceptIndex:
         """The VECTOR_SETTINGS the name vectors were made with."""
         return {**self.encoder_settings, **self.normalizer.settings(), "normalize": self.normalize}
 
+    @property
+    def ids(self) -> List[str]:
+        """The primary id of each concept, in row order (no Concept is built)."""
+        return self.concepts.ids
+
     def __len__(self) -> int:
         return len(self.concepts)
 
     @classmethod
     def build(
         cls,
-        concepts: Iterable[Concept],
+        concepts: Union[KnowledgeBase, Iterable[Concept]],
         encode,
         *,
         normalizer: Normalizer = Normalizer(),
@@ -208,9 +215,10 @@ class ConceptIndex:
     ) -> "ConceptIndex":
         """Index `concepts`; `encode(list_of_str) -> float32 array` embeds the distinct names once.
 
+        Concepts of the same id are merged here, once (a KnowledgeBase is used as it is).
         `encoder`: the encoder_settings() of the encoder behind `encode`, recorded in the meta.
         """
-        concepts = list(KnowledgeBase(concepts))
+        concepts = list(concepts if isinstance(concepts, KnowledgeBase) else KnowledgeBase(concepts))
         if not concepts:
             raise IndexFormatError("the vocabulary gave no concepts; check the vocabulary file and its format")
         names, pair_names, pair_concepts = name_table(concepts, normalizer)
@@ -218,14 +226,14 @@ class ConceptIndex:
         faiss_index = make_faiss_index(vectors.shape[1], index_type)
         faiss_index.add(vectors)
         return cls(
-            concepts, names, pair_names, pair_concepts, faiss_index,
+            ConceptTable.from_concepts(concepts), names, pair_names, pair_concepts, faiss_index,
             normalizer=normalizer, normalize=normalize, index_type=index_type,
             encoder=encoder, vocabulary=vocabulary_hash(concepts),
         )
 
     def concept(self, concept_id: str) -> Optional[Concept]:
         """The concept with this primary or alternative id, or None."""
-        return self.kb.get(concept_id)
+        return self.concepts.get(concept_id)
 
     def add_names(self, names_by_id: Iterable[Tuple[str, str]], encode) -> int:
         """Add extra names to existing concepts (e.g. training mentions); returns how many pairs were new."""
@@ -234,14 +242,14 @@ class ConceptIndex:
         new_names: List[str] = []
         new_pairs = []
         for concept_id, name in names_by_id:
-            concept = self.kb.get(concept_id)
+            concept_row = self.concepts.row(concept_id)
             key = self.normalizer(name)
-            if concept is None or not key:
+            if concept_row is None or not key:
                 continue
             if key not in name_rows:
                 name_rows[key] = len(self.names) + len(new_names)
                 new_names.append(key)
-            pair = (name_rows[key], self._rows[concept.id])
+            pair = (name_rows[key], concept_row)
             if pair not in existing:
                 existing.add(pair)
                 new_pairs.append(pair)
@@ -270,7 +278,7 @@ class ConceptIndex:
             scores, rows = self.vectors.search(queries[pending], depth)
             unfinished = []
             for qi, score_row, name_row in zip(pending, scores, rows):
-                hits = self.links.concept_hits(score_row, name_row, k, self.concepts)
+                hits = self.links.concept_hits(score_row, name_row, k, self.concepts.ids)
                 if len(hits) < k and depth < self.vectors.ntotal:
                     unfinished.append(qi)
                 else:
@@ -295,12 +303,12 @@ class ConceptIndex:
         }
 
     def _tables(self) -> Tuple[bytes, bytes]:
-        concepts = srsly.msgpack_dumps([c.to_dict() for c in self.concepts])
+        concepts = srsly.msgpack_dumps(self.concepts.to_dict())
         names = srsly.msgpack_dumps(
             {
                 "names": self.names,
-                "pair_names": self.links.pair_names.tolist(),
-                "pair_concepts": self.links.pair_concepts.tolist(),
+                "pair_names": self.links.pair_names.astype("<i8").tobytes(),
+                "pair_concepts": self.links.pair_concepts.astype("<i8").tobytes(),
             }
         )
         return concepts, names
@@ -350,7 +358,7 @@ class ConceptIndex:
         return cls._assemble(msg["meta"], concepts, names, vectors, source="the serialized data")
 
     @classmethod
-    def _assemble(cls, meta: dict, concepts: list, names: dict, vectors: faiss.Index, source: str) -> "ConceptIndex":
+    def _assemble(cls, meta: dict, concepts: dict, names: dict, vectors: faiss.Index, source: str) -> "ConceptIndex":
         if meta.get("format_version") != FORMAT_VERSION:
             raise format_version_error("index", source, meta.get("format_version"), FORMAT_VERSION, "build-index")
         if vectors.d != meta["dim"] or vectors.ntotal != meta["n_names"]:
@@ -358,11 +366,12 @@ class ConceptIndex:
                 f"{source}: {VECTORS_FILE} has dimension {vectors.d} and {vectors.ntotal} vectors, but {META_FILE} "
                 f"says dimension {meta['dim']} and {meta['n_names']} names; the files come from different builds"
             )
+        table, pair_names, pair_concepts = read_columns(concepts, names, source)
         return cls(
-            [Concept.from_dict(c) for c in concepts],
+            table,
             list(names["names"]),
-            numpy.array(names["pair_names"], dtype="int64"),
-            numpy.array(names["pair_concepts"], dtype="int64"),
+            pair_names,
+            pair_concepts,
             vectors,
             normalizer=Normalizer.from_dict(meta["normalizer"]),
             normalize=meta["normalize"],
@@ -370,6 +379,20 @@ class ConceptIndex:
             encoder=meta,
             vocabulary=meta.get("vocabulary_hash"),
         )
+
+
+def read_columns(concepts: dict, names: dict, source: str) -> Tuple[ConceptTable, numpy.ndarray, numpy.ndarray]:
+    """The concept table and the name/concept pair arrays of the saved columns; an IndexFormatError
+    naming the files when they are malformed."""
+    try:
+        table = ConceptTable.from_dict(concepts)
+        pair_names = numpy.frombuffer(names["pair_names"], dtype="<i8").astype("int64")
+        pair_concepts = numpy.frombuffer(names["pair_concepts"], dtype="<i8").astype("int64")
+    except (ValueError, KeyError, TypeError) as err:
+        raise IndexFormatError(f"{source}: {CONCEPTS_FILE} or {NAMES_FILE} is malformed: {err!r}") from err
+    if len(pair_names) != len(pair_concepts) or (len(pair_concepts) and pair_concepts.max() >= len(table)):
+        raise IndexFormatError(f"{source}: the name/concept pairs in {NAMES_FILE} do not fit the {len(table)} concepts in {CONCEPTS_FILE}")
+    return table, pair_names, pair_concepts
 
 
 def float32_rows(vectors: numpy.ndarray, normalize: bool = True) -> numpy.ndarray:

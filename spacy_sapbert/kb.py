@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, Iterator, List, Optional
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
+
+import numpy
 
 
 def unique(items: Iterable[str]) -> List[str]:
@@ -112,3 +114,93 @@ class KnowledgeBase:
 
     def __iter__(self) -> Iterator[Concept]:
         return iter(self._concepts.values())
+
+
+LIST_FIELDS = ("synonyms", "types", "xrefs", "alt_ids")
+
+
+class ConceptTable:
+    """Concepts stored column-wise: ids and canonical names as lists, and each of LIST_FIELDS as one
+    flat list of strings with int64 offsets (row i owns flat[offsets[i]:offsets[i + 1]]).
+
+    A sequence of Concepts built on demand; loading one needs no Python object per concept beyond
+    its id and name strings. Ids must be distinct (the output of a KnowledgeBase).
+    """
+
+    def __init__(self, ids: List[str], names: List[str], lists: Dict[str, Tuple[List[str], numpy.ndarray]]):
+        self.ids = ids
+        self.names = names
+        self.lists = lists
+        self._rows = dict(zip(ids, range(len(ids))))
+        self._alt_rows: Optional[Dict[str, int]] = None
+
+    @classmethod
+    def from_concepts(cls, concepts: Iterable[Concept]) -> "ConceptTable":
+        """The table of concepts with distinct ids, in their order."""
+        ids: List[str] = []
+        names: List[str] = []
+        flat: Dict[str, List[str]] = {key: [] for key in LIST_FIELDS}
+        ends: Dict[str, List[int]] = {key: [0] for key in LIST_FIELDS}
+        for concept in concepts:
+            ids.append(concept.id)
+            names.append(concept.name)
+            for key in LIST_FIELDS:
+                flat[key].extend(getattr(concept, key))
+                ends[key].append(len(flat[key]))
+        return cls(ids, names, {key: (flat[key], numpy.array(ends[key], dtype="int64")) for key in LIST_FIELDS})
+
+    def _items(self, key: str, row: int) -> List[str]:
+        flat, offsets = self.lists[key]
+        return flat[offsets[row] : offsets[row + 1]]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __getitem__(self, row: int) -> Concept:
+        """The Concept of a row, built now."""
+        if row < 0:
+            row += len(self.ids)
+        return Concept(self.ids[row], self.names[row], **{key: self._items(key, row) for key in LIST_FIELDS})
+
+    def __iter__(self) -> Iterator[Concept]:
+        return (self[row] for row in range(len(self.ids)))
+
+    def row(self, concept_id: str) -> Optional[int]:
+        """The row of a primary id or, failing that, of the first concept with it as alternative id."""
+        row = self._rows.get(concept_id)
+        return row if row is not None else self._alt_index().get(concept_id)
+
+    def _alt_index(self) -> Dict[str, int]:
+        """Alternative id -> row, the first row winning; built on the first look-up of a non-primary id."""
+        if self._alt_rows is None:
+            flat, offsets = self.lists["alt_ids"]
+            rows = numpy.repeat(numpy.arange(len(self.ids)), numpy.diff(offsets)).tolist()
+            self._alt_rows = dict(zip(reversed(flat), reversed(rows)))
+        return self._alt_rows
+
+    def get(self, concept_id: str) -> Optional[Concept]:
+        """The concept with this primary or alternative id, or None."""
+        row = self.row(concept_id)
+        return self[row] if row is not None else None
+
+    def to_dict(self) -> dict:
+        """Msgpack-ready columns; offsets as little-endian int64 bytes."""
+        data: Dict[str, Any] = {"ids": self.ids, "names": self.names}
+        for key, (flat, offsets) in self.lists.items():
+            data[key] = flat
+            data[f"{key}_offsets"] = offsets.astype("<i8").tobytes()
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ConceptTable":
+        """The table of to_dict's columns; a ValueError (KeyError, TypeError) when they are malformed."""
+        ids, names = list(data["ids"]), list(data["names"])
+        lists = {}
+        for key in LIST_FIELDS:
+            flat, offsets = list(data[key]), numpy.frombuffer(data[f"{key}_offsets"], dtype="<i8").astype("int64")
+            if len(offsets) != len(ids) + 1 or offsets[0] != 0 or offsets[-1] != len(flat) or (numpy.diff(offsets) < 0).any():
+                raise ValueError(f"the {key} offsets do not fit {len(ids)} concepts and {len(flat)} items")
+            lists[key] = (flat, offsets)
+        if len(names) != len(ids):
+            raise ValueError(f"{len(ids)} ids but {len(names)} names")
+        return cls(ids, names, lists)

@@ -2,11 +2,12 @@ import zlib
 
 import numpy
 import pytest
+import srsly
 
 from spacy_sapbert.errors import IndexFormatError
 from spacy_sapbert.index import ConceptIndex, name_table
 from spacy_sapbert.normalizer import Normalizer
-from spacy_sapbert.kb import Concept
+from spacy_sapbert.kb import Concept, KnowledgeBase
 
 DIM = 16
 
@@ -205,3 +206,73 @@ def test_concept_top_k_equals_a_brute_force_reference():
             numpy.testing.assert_allclose([s for _, s in hits], row[order], atol=1e-5)
         if k == 30:  # the 136 nearest names hold fewer than 30 concepts: deeper searches follow
             assert counting.depths[0] == 4 * k + 16 and len(counting.depths) > 1
+
+
+def merging_vocabulary():
+    """Repeated ids (merged), an alternative id that is another concept's primary id, an alternative
+    id shared by two concepts, and concepts without synonyms, types, xrefs or alt ids."""
+    return [
+        Concept("A", "Heart Failure", ["cardiac failure"], types=["T047"], alt_ids=["A2", "shared"]),
+        Concept("B", "Hepatoma", ["liver cancer", "HF"], xrefs=["UMLS:C1"], alt_ids=["A", "shared"]),
+        Concept("A", "", ["HF", "heart decompensation"], types=["T047", "T033"], xrefs=["MESH:D1"], alt_ids=["A3"]),
+        Concept("C", "Nephropathy"),
+        Concept("D", "Renal disease", ["kidney disorder"], alt_ids=["C", "D-alt"]),
+    ]
+
+
+def every_id(kb):
+    return sorted({i for concept in kb for i in concept.all_ids} | {"nope", ""})
+
+
+@pytest.mark.parametrize("trip", ["built", "disk", "bytes"])
+def test_concepts_built_on_demand_equal_the_knowledge_base_lookup(tmp_path, trip):
+    kb = KnowledgeBase(merging_vocabulary())
+    index = ConceptIndex.build(merging_vocabulary(), hash_encode)
+    if trip == "disk":
+        index.to_disk(tmp_path / "index")
+        index = ConceptIndex.from_disk(tmp_path / "index")
+    elif trip == "bytes":
+        index = ConceptIndex.from_bytes(index.to_bytes())
+    assert index.ids == ["A", "B", "C", "D"] and len(index) == 4
+    assert list(index.concepts) == list(kb) and index.concepts[-1] == kb.get("D")
+    for concept_id in every_id(kb):
+        assert index.concept(concept_id) == kb.get(concept_id), concept_id
+    assert index.concept("shared").id == "A" and index.concept("C").id == "C"
+
+
+def test_a_build_merges_the_vocabulary_once(monkeypatch):
+    added = []
+    monkeypatch.setattr(KnowledgeBase, "add", lambda self, concept, add=KnowledgeBase.add: added.append(concept) or add(self, concept))
+    index = ConceptIndex.build(merging_vocabulary(), hash_encode)
+    assert len(added) == len(merging_vocabulary())
+    added.clear()
+    index.add_names([("A3", "cardiac insufficiency")], hash_encode)
+    index.concept("shared")
+    assert added == []
+
+
+def test_saved_concepts_are_columns_not_records(tmp_path):
+    ConceptIndex.build(merging_vocabulary(), hash_encode).to_disk(tmp_path / "index")
+    columns = srsly.read_msgpack(tmp_path / "index" / "concepts.msgpack")
+    assert columns["ids"] == ["A", "B", "C", "D"]
+    assert columns["alt_ids"] == ["A2", "shared", "A3", "A", "shared", "C", "D-alt"]
+    assert numpy.frombuffer(columns["alt_ids_offsets"], dtype="<i8").tolist() == [0, 3, 5, 5, 7]
+    assert srsly.read_json(tmp_path / "index" / "meta.json")["format_version"] == 5
+
+
+def test_malformed_concept_columns_name_the_file(tmp_path):
+    ConceptIndex.build(merging_vocabulary(), hash_encode).to_disk(tmp_path / "index")
+    path = tmp_path / "index" / "concepts.msgpack"
+    columns = srsly.read_msgpack(path)
+    srsly.write_msgpack(path, {**columns, "types_offsets": numpy.array([0, 9], dtype="<i8").tobytes()})
+    with pytest.raises(IndexFormatError, match="concepts.msgpack or names.msgpack is malformed.*types offsets"):
+        ConceptIndex.from_disk(tmp_path / "index")
+
+
+def test_an_index_of_format_4_is_refused_in_one_line(tmp_path):
+    ConceptIndex.build(merging_vocabulary(), hash_encode).to_disk(tmp_path / "index")
+    meta = srsly.read_json(tmp_path / "index" / "meta.json")
+    srsly.write_json(tmp_path / "index" / "meta.json", {**meta, "format_version": 4})
+    with pytest.raises(IndexFormatError) as err:
+        ConceptIndex.from_disk(tmp_path / "index")
+    assert "has format_version 4 but this spacy-sapbert reads 5" in str(err.value) and "\n" not in str(err.value)

@@ -185,6 +185,30 @@ def test_disk_round_trip_gives_identical_links_without_rebuilding(linker_nlp, tm
     assert links(link(loaded, text, mentions)) == before
 
 
+def test_round_trips_keep_every_link_score_and_concept(linker_nlp, tiny_bert, toy_concepts, tmp_path):
+    """Every name of the vocabulary and some unseen mentions link identically (ids and exact scores)
+    after a disk and a bytes round trip, and every id and alternative id gives the same Concept."""
+    mentions = [name for concept in toy_concepts for name in concept.names] + ["liver tumour", "ARF", "kidney"]
+    text = " | ".join(mentions)
+
+    def all_links(nlp):
+        doc = nlp.make_doc(text)
+        starts = [text.index(f"{m}", sum(len(x) + 3 for x in mentions[:i])) for i, m in enumerate(mentions)]
+        doc.ents = [doc.char_span(start, start + len(m), label="DISEASE") for start, m in zip(starts, mentions)]
+        return [(e.text, e.kb_id_, e._.kb_ents) for e in nlp(doc).ents]
+
+    linker = linker_nlp.get_pipe("sapbert_linker")
+    ids = [i for concept in toy_concepts for i in concept.all_ids] + ["nope"]
+    before = all_links(linker_nlp), [linker.concept(i) for i in ids]
+    assert before[1][ids.index("D004")] == toy_concepts[3]
+    linker_nlp.to_disk(tmp_path / "pipe")
+    from_bytes = spacy.blank("en")
+    from_bytes.add_pipe("sapbert_linker", config={"model": tiny_bert, "device": "cpu", "k": 5}).from_bytes(linker.to_bytes())
+    for loaded in (spacy.load(tmp_path / "pipe"), from_bytes):
+        loaded_linker = loaded.get_pipe("sapbert_linker")
+        assert (all_links(loaded), [loaded_linker.concept(i) for i in ids]) == before
+
+
 def test_bytes_round_trip(linker_nlp, tiny_bert):
     text, mentions = "hepatoma and kidney disorder", ["hepatoma", "kidney disorder"]
     before = links(link(linker_nlp, text, mentions))

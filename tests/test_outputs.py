@@ -30,7 +30,7 @@ def _build(args):
 
 
 def _linked_ids(path):
-    return sorted(c.id for c in spacy.load(path).get_pipe("sapbert_linker").index.concepts)
+    return sorted(spacy.load(path).get_pipe("sapbert_linker").index.ids)
 
 
 def _leftovers(folder):
