@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Dict, List
 
 REPO = Path(__file__).resolve().parent.parent
-MEDIC = "/work/shared/data/medic/medic_06Jul2012.txt"
+MEDIC = str(REPO.parent / "shared" / "data" / "medic" / "medic_06Jul2012.txt")
 
 LOAD = """
 import json, time

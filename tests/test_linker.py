@@ -297,16 +297,22 @@ def span_long_form_extension():
     restore_extension(Doc, "abbreviations", saved[1])
 
 
-def test_a_span_long_form_as_scispacy_sets_it_is_searched_as_its_text(linker_nlp, span_long_form_extension):
-    linker_nlp.add_pipe("test_scispacy_style_abbreviations", first=True)
+def link_abbreviation_after(linker_nlp, detector: str):
+    """Run `detector` then the linker on a text whose second "HC" is the entity; the linked doc and entity."""
+    linker_nlp.add_pipe(detector, first=True)
     text = "Hepatic cancer (HC) was treated. Later HC recurred."
     doc = linker_nlp.make_doc(text)
     doc.ents = [doc.char_span(text.rindex("HC"), text.rindex("HC") + 2, label="DISEASE")]
-    for name, proc in linker_nlp.pipeline:
+    for _, proc in linker_nlp.pipeline:
         doc = proc(doc)
     [ent] = doc.ents
     assert isinstance(ent._.long_form, Span) and ent._.long_form.text == "Hepatic cancer"
     assert ent.kb_id_ == "D002" and ent._.kb_ents[0][1] == pytest.approx(1.0, abs=1e-4)
+    return doc, ent
+
+
+def test_a_span_long_form_as_scispacy_sets_it_is_searched_as_its_text(linker_nlp, span_long_form_extension):
+    doc, ent = link_abbreviation_after(linker_nlp, "test_scispacy_style_abbreviations")
     linker = linker_nlp.get_pipe("sapbert_linker")
     assert linker.query_text(ent) == "Hepatic cancer"
     assert linker.add_to_memory([doc]) == 1 and linker.memory.texts == ["hepatic cancer"]
@@ -314,15 +320,7 @@ def test_a_span_long_form_as_scispacy_sets_it_is_searched_as_its_text(linker_nlp
 
 def test_scispacy_abbreviation_detector_long_forms_are_linked(linker_nlp, span_long_form_extension):
     pytest.importorskip("scispacy.abbreviation")
-    linker_nlp.add_pipe("abbreviation_detector", first=True)
-    text = "Hepatic cancer (HC) was treated. Later HC recurred."
-    doc = linker_nlp.make_doc(text)
-    doc.ents = [doc.char_span(text.rindex("HC"), text.rindex("HC") + 2, label="DISEASE")]
-    for name, proc in linker_nlp.pipeline:
-        doc = proc(doc)
-    [ent] = doc.ents
-    assert isinstance(ent._.long_form, Span) and ent._.long_form.text == "Hepatic cancer"
-    assert ent.kb_id_ == "D002" and ent._.kb_ents[0][1] == pytest.approx(1.0, abs=1e-4)
+    link_abbreviation_after(linker_nlp, "abbreviation_detector")
 
 
 def test_is_a_spacy_pipe_that_declares_what_it_requires_and_assigns(linker_nlp):
