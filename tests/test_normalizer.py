@@ -96,3 +96,11 @@ def test_evaluation_scores_through_the_component_and_its_normalizer(tiny_bert, t
     queries = ["Brain-Hemmorhage", "HEART failure.", "heart (disease)"]
     assert retriever.rank(queries, 10) == linker.search_texts(queries)
     assert [hits[0][0] for hits in retriever.rank(queries, 10)] == ["D1", "D2", "D3"]
+
+
+def test_the_dictionary_matcher_deduplicates_names_as_the_normalizer_writes_them():
+    from spacy_sapbert.pipeline import dictionary_patterns
+
+    concepts = [Concept("D1", "Heart  Failure", ["heart failure", "HF", "Heart failure, acute"]), Concept("D2", "heart\tfailure")]
+    patterns = dictionary_patterns(concepts, "DISEASE")
+    assert [p["pattern"] for p in patterns] == ["Heart Failure", "Heart failure, acute"]  # "HF" too short

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from spacy_sapbert.encoder import Encoder
-from spacy_sapbert.errors import EncoderLoadError, VocabularyFormatError
+from spacy_sapbert.errors import EncoderLoadError, SapbertError, VocabularyFormatError
 from spacy_sapbert.kb import Concept, KnowledgeBase
 from spacy_sapbert.readers.corpora import read_pubtator
 from spacy_sapbert.training.extract import extract_synonyms, read_synonyms, umls_concepts, write_synonyms
@@ -372,24 +372,11 @@ def test_resumed_run_ends_with_the_same_weights(tmp_path, tiny_bert, toy_pairs, 
     assert [json.loads(x)["loss"] for x in full_log] == [json.loads(x)["loss"] for x in split_log]
 
 
-def cli_has_train() -> bool:
-    from spacy_sapbert.cli import app
-
-    return any(command.name == "train" for command in app.registered_commands)
-
-
-def test_trainer_module_entry(tmp_path, tiny_bert, toy_pairs, one_thread, capsys):
-    from spacy_sapbert.training.trainer import main
-
-    config = {"model": tiny_bert, "output": str(tmp_path / "run"), "pairs": str(toy_pairs), "batch_size": 8,
-              "max_steps": 2, "device": "cpu", "progress": False}
-    main(["--config-json", json.dumps(config)])
-    assert capsys.readouterr().out.strip() == str(tmp_path / "run" / "model")
-    main(["--config-json", json.dumps(dict(config, max_steps=3)), "--resume"])
-    assert json.loads((tmp_path / "run/checkpoints/last/trainer_state.json").read_text())["step"] == 3
-    with pytest.raises(SystemExit):
-        main(["--config-json", json.dumps(dict(config, batch=8))])
-    assert "unknown training setting(s) 'batch'" in capsys.readouterr().err
+def test_train_config_from_dict_names_unknown_settings():
+    config = {"model": "m", "output": "o", "pairs": "p", "batch_size": 8}
+    assert TrainConfig.from_dict(config).batch_size == 8
+    with pytest.raises(SapbertError, match="unknown training setting\\(s\\) 'batch'"):
+        TrainConfig.from_dict(dict(config, batch=8))
 
 
 @pytest.mark.parametrize("num_pairs, world_size, batch_size", [(21, 2, 4), (24, 3, 5), (10, 4, 3), (7, 1, 3)])
@@ -433,25 +420,16 @@ runpy.run_module(sys.argv.pop(1), run_name="__main__", alter_sys=True)
 
 def test_torchrun_two_cpu_processes(tmp_path, tiny_bert, toy_pairs):
     out = tmp_path / "ddp"
-    config = {
-        "model": tiny_bert, "output": str(out), "pairs": str(toy_pairs), "batch_size": 4, "lr": 1e-3,
-        "max_steps": 3, "epochs": 5, "log_every": 1, "checkpoint_every": 2, "device": "cpu", "progress": False,
-    }
-    config_path = tmp_path / "config.json"
-    config_path.write_text(json.dumps(config), encoding="utf8")
     entry = tmp_path / "recording_entry.py"
     entry.write_text(RECORDING_ENTRY, encoding="utf8")
     (tmp_path / "seen").mkdir()
     env = dict(os.environ, OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false", PYTHONPATH=str(ROOT), SEEN_DIR=str(tmp_path / "seen"))
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(entry)]
-    if cli_has_train():  # `torchrun -m spacy_sapbert train ...` once the CLI registers the commands
-        command += [
-            "spacy_sapbert", "train", str(toy_pairs), "--model", tiny_bert, "--output", str(out),
-            "--batch-size", "4", "--lr", "1e-3", "--max-steps", "3", "--epochs", "5", "--log-every", "1",
-            "--checkpoint-every", "2", "--device", "cpu", "--no-progress",
-        ]
-    else:
-        command += ["spacy_sapbert.training.trainer", "--config-json", str(config_path)]
+    command += [
+        "spacy_sapbert", "train", str(toy_pairs), "--model", tiny_bert, "--output", str(out),
+        "--batch-size", "4", "--lr", "1e-3", "--max-steps", "3", "--epochs", "5", "--log-every", "1",
+        "--checkpoint-every", "2", "--device", "cpu", "--no-progress",
+    ]
     result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]
     assert (out / "model/config.json").exists()

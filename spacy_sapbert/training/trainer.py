@@ -37,12 +37,10 @@ repeating its start; rank r takes every world_size-th pair of each chunk of batc
 Mining and the loss are per rank, on the rank's own batch; the gradients are averaged. Only rank 0
 writes checkpoints, logs and outputs.
 
-Run it as ``python -m spacy_sapbert.training.trainer --config-json config.json [--resume]`` (also under
-``torchrun ... -m spacy_sapbert.training.trainer ...``) or through ``python -m spacy_sapbert train``.
+Run it through ``python -m spacy_sapbert train`` (also under ``torchrun --nproc_per_node N -m spacy_sapbert train``).
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import json
@@ -53,7 +51,7 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -68,7 +66,7 @@ from .checkpoints import (
 from .losses import MINER_DISTANCES, make_loss, make_miner, sap_loss
 from .pairs import PairsFile
 
-__all__ = ["TrainConfig", "TrainingWarning", "epoch_order", "find_checkpoint", "main", "plot_loss", "train"]
+__all__ = ["TrainConfig", "TrainingWarning", "epoch_order", "find_checkpoint", "plot_loss", "train"]
 
 LOG_FILE = "train_log.jsonl"
 LOSS_PLOT = "loss.png"
@@ -445,46 +443,3 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: _Dist) 
         return model_dir
     finally:
         pairs.close()
-
-
-# ----------------------------------------------------------------------------------------------------
-# command line of the module (for torchrun)
-
-
-def load_config(value: str) -> TrainConfig:
-    """A TrainConfig from a JSON file path or an inline JSON object."""
-    text = value
-    if not value.lstrip().startswith("{"):
-        path = Path(value)
-        if not path.is_file():
-            raise SapbertError(f"--config-json {value!r} is neither a JSON object nor an existing file")
-        text = path.read_text(encoding="utf8")
-    try:
-        data = json.loads(text)
-    except ValueError as err:
-        raise SapbertError(f"--config-json {value!r} is not valid JSON: {err}") from err
-    if not isinstance(data, dict):
-        raise SapbertError("--config-json must hold a JSON object of TrainConfig settings")
-    return TrainConfig.from_dict(data)
-
-
-def main(argv: Optional[Iterable[str]] = None) -> None:
-    """``python -m spacy_sapbert.training.trainer --config-json CONFIG [--resume]``."""
-    parser = argparse.ArgumentParser(prog="python -m spacy_sapbert.training.trainer", description=__doc__.split("\n")[0])
-    parser.add_argument("--config-json", required=True, help="TrainConfig as a JSON file or an inline JSON object")
-    parser.add_argument("--resume", action="store_true", help="continue from output/checkpoints/last")
-    args = parser.parse_args(None if argv is None else list(argv))
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()  # per-file loading/saving bars would drown the training bar
-    try:
-        model_dir = train(load_config(args.config_json), resume=args.resume)
-    except SapbertError as err:
-        print(f"error: {err}", file=sys.stderr)
-        raise SystemExit(1)
-    if int(os.environ.get("RANK", "0")) == 0:
-        print(str(model_dir))
-
-
-if __name__ == "__main__":
-    main()
