@@ -499,3 +499,30 @@ def test_extract_pairs_train_commands(cli_app, tmp_path, tiny_bert, umls_dir, on
     bad.write_text("C1||a||b\nC1|a|b\n", encoding="utf8")
     result = runner.invoke(cli_app, ["train", str(bad), "--model", tiny_bert, "--output", str(tmp_path / "bad-run"), "--device", "cpu"])
     assert result.exit_code == 1 and "bad.txt, line 2" in result.output
+
+
+def test_mixed_precision_is_plain_float32_on_cpu_and_saves_its_scaler(tmp_path):
+    """Both trainers step through MixedPrecision: on CPU it must be exactly a plain backward + step."""
+    from spacy_sapbert.training.checkpoints import MixedPrecision
+
+    def run(use_precision: bool) -> torch.Tensor:
+        torch.manual_seed(0)
+        layer = torch.nn.Linear(3, 1)
+        optimizer = torch.optim.SGD(layer.parameters(), lr=0.1)
+        loss = layer(torch.ones(2, 3)).pow(2).mean()
+        if use_precision:
+            precision = MixedPrecision(torch.device("cpu"), amp=True)
+            assert not precision.enabled  # fp16 only on CUDA
+            with precision.autocast():
+                loss = layer(torch.ones(2, 3)).pow(2).mean()
+            precision.backward(loss)
+            precision.step(optimizer)
+            precision.save(tmp_path)
+        else:
+            loss.backward()
+            optimizer.step()
+        return layer.weight.detach().clone()
+
+    assert torch.equal(run(True), run(False))
+    assert (tmp_path / MixedPrecision.FILE).is_file()
+    MixedPrecision(torch.device("cpu"), amp=True).load(tmp_path)  # a saved state loads back

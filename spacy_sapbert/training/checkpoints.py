@@ -6,6 +6,7 @@ a crash between the two renames leaves ``<name>.old``, which ``find_checkpoint``
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -23,7 +24,7 @@ from ..extras import require
 from ..io import atomic_write, atomic_write_text
 
 __all__ = [
-    "STATE_FILE", "append_log", "find_checkpoint", "plot_loss", "read_log", "require_at_least_one", "restart_log",
+    "STATE_FILE", "MixedPrecision", "append_log", "find_checkpoint", "plot_loss", "read_log", "require_at_least_one", "restart_log",
     "rng_state", "save_model", "seed_everything", "set_rng_state", "write_dir",
 ]
 
@@ -87,6 +88,40 @@ def write_dir(target: Path, fill) -> None:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+class MixedPrecision:
+    """fp16 autocast and gradient scaling on CUDA when `amp` is on; float32 and no-ops elsewhere.
+
+    One object per run, shared by the SAP and DHNS trainers; its scaler state is saved in (and
+    restored from) checkpoints as scaler.pt, so a resumed CUDA run continues with the same scale.
+    """
+
+    FILE = "scaler.pt"
+
+    def __init__(self, device: torch.device, amp: bool):
+        self.enabled = bool(amp) and device.type == "cuda"
+        self.scaler = torch.amp.GradScaler("cuda", enabled=self.enabled)
+
+    def autocast(self):
+        """The forward pass's context: fp16 autocast, or nothing."""
+        return torch.autocast(device_type="cuda", dtype=torch.float16) if self.enabled else contextlib.nullcontext()
+
+    def backward(self, loss: torch.Tensor) -> None:
+        self.scaler.scale(loss).backward()
+
+    def step(self, optimizer) -> None:
+        """Unscale, step the optimizer (skipped on inf/nan gradients under fp16) and update the scale."""
+        self.scaler.step(optimizer)
+        self.scaler.update()
+
+    def save(self, folder: Path) -> None:
+        torch.save(self.scaler.state_dict(), Path(folder) / self.FILE)
+
+    def load(self, folder: Path) -> None:
+        path = Path(folder) / self.FILE
+        if path.exists():
+            self.scaler.load_state_dict(torch.load(path, weights_only=True))
 
 
 def save_model(folder: Path, model, tokenizer, pooling: str, max_length: int) -> None:

@@ -22,7 +22,6 @@ step; per epoch how often the gold concept's name was the nearest name), ``loss.
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import sys
@@ -44,7 +43,7 @@ from ..io import atomic_write_text
 from ..kb import Concept
 from ..normalizer import Normalizer
 from .checkpoints import (
-    STATE_FILE, append_log, find_checkpoint, plot_loss, require_at_least_one, restart_log, rng_state, save_model,
+    STATE_FILE, MixedPrecision, append_log, find_checkpoint, plot_loss, require_at_least_one, restart_log, rng_state, save_model,
     seed_everything, set_rng_state, write_dir,
 )
 
@@ -270,14 +269,13 @@ def train_dhns(config: DhnsConfig, resume: bool = False) -> Path:
     tokenizer, model = load_pretrained(str(checkpoint) if checkpoint is not None else config.model)
     model.to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    use_amp = config.amp and device.type == "cuda"
-    scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
-    autocast = (lambda: torch.autocast(device_type="cuda", dtype=torch.float16)) if use_amp else contextlib.nullcontext
+    precision = MixedPrecision(device, config.amp)
     first_epoch, step, elapsed_before = 0, 0, 0.0
     if checkpoint is not None:
         state = json.loads((checkpoint / STATE_FILE).read_text(encoding="utf8"))
         optimizer.load_state_dict(torch.load(checkpoint / "optimizer.pt", map_location=device, weights_only=True))
         set_rng_state(torch.load(checkpoint / "rng.pt", weights_only=True))
+        precision.load(checkpoint)
         first_epoch, step, elapsed_before = state["epoch"], state["step"], state["elapsed"]
     output.mkdir(parents=True, exist_ok=True)
     atomic_write_text(output / CONFIG_FILE, json.dumps(dataclasses.asdict(config), indent=2) + "\n")
@@ -298,11 +296,10 @@ def train_dhns(config: DhnsConfig, resume: bool = False) -> Path:
         bar = tqdm(batches, desc=f"epoch {epoch + 1}/{config.epochs}", unit="step", disable=not config.progress, file=sys.stderr)
         for position, rows in enumerate(bar):
             optimizer.zero_grad(set_to_none=True)
-            with autocast():
+            with precision.autocast():
                 loss = _batch_loss(model, tokenizer, [mined[i] for i in rows], config, device)
-            scaler.scale(loss).backward()
-            scaler.step(optimizer)
-            scaler.update()
+            precision.backward(loss)
+            precision.step(optimizer)
             step += 1
             window.append((float(loss.detach()), len(rows)))
             bar.set_postfix(loss=f"{window[-1][0]:.4f}")
@@ -317,20 +314,24 @@ def train_dhns(config: DhnsConfig, resume: bool = False) -> Path:
                 })
                 window, window_start = [], now
         bar.close()
-        _save_checkpoint(output, model, tokenizer, optimizer, config, epoch + 1, step, elapsed_before + time.perf_counter() - started)
+        elapsed = elapsed_before + time.perf_counter() - started
+        _save_checkpoint(output, model, tokenizer, optimizer, precision, config, epoch + 1, step, elapsed)
 
     write_dir(output / "model", lambda folder: save_model(folder, model, tokenizer, config.pooling, config.max_length))
     plot_loss(log_path, output / LOSS_PLOT, title="DHNS fine-tuning", ylabel="InfoNCE loss")
     return output / "model"
 
 
-def _save_checkpoint(output: Path, model, tokenizer, optimizer, config: DhnsConfig, epoch: int, step: int, elapsed: float) -> None:
+def _save_checkpoint(
+    output: Path, model, tokenizer, optimizer, precision: MixedPrecision, config: DhnsConfig, epoch: int, step: int, elapsed: float
+) -> None:
     record = {"epoch": epoch, "step": step, "elapsed": elapsed, "config": dataclasses.asdict(config)}
     states = rng_state()
 
     def fill(folder: Path) -> None:
         save_model(folder, model, tokenizer, config.pooling, config.max_length)
         torch.save(optimizer.state_dict(), folder / "optimizer.pt")
+        precision.save(folder)
         torch.save(states, folder / "rng.pt")
         (folder / STATE_FILE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf8")
 

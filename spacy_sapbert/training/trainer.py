@@ -60,7 +60,7 @@ from ..errors import SapbertError
 from ..extras import require
 from ..io import atomic_write_text
 from .checkpoints import (
-    STATE_FILE, append_log, find_checkpoint, plot_loss, require_at_least_one, restart_log, rng_state, save_model,
+    STATE_FILE, MixedPrecision, append_log, find_checkpoint, plot_loss, require_at_least_one, restart_log, rng_state, save_model,
     seed_everything, set_rng_state, write_dir,
 )
 from .losses import MINER_DISTANCES, make_loss, make_miner, sap_loss
@@ -302,13 +302,12 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: _Dist) 
             from torch.nn.parallel import DistributedDataParallel
 
             net = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
-        use_amp = bool(config.amp) and device.type == "cuda"
+        precision = MixedPrecision(device, config.amp)
         optimizer = torch.optim.AdamW(
             [p for p in model.parameters() if p.requires_grad], lr=config.lr, weight_decay=config.weight_decay
         )
         warmup = config.warmup_steps
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / (warmup + 1)) if warmup else 1.0)
-        scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
         miner = make_miner(config.margin, distance=config.miner_distance) if config.use_miner else None
         loss_fn = make_loss(config.alpha, config.beta, config.base)
 
@@ -316,8 +315,7 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: _Dist) 
         if checkpoint is not None and state is not None:
             optimizer.load_state_dict(torch.load(checkpoint / "optimizer.pt", map_location=device, weights_only=True))
             scheduler.load_state_dict(torch.load(checkpoint / "scheduler.pt", weights_only=True))
-            if (checkpoint / "scaler.pt").exists():
-                scaler.load_state_dict(torch.load(checkpoint / "scaler.pt", weights_only=True))
+            precision.load(checkpoint)
             rng_states = torch.load(checkpoint / "rng.pt", weights_only=True)
             if ctx.rank < len(rng_states):
                 set_rng_state(rng_states[ctx.rank])
@@ -360,7 +358,7 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: _Dist) 
                     save_model(folder, model, tokenizer, config.pooling, config.max_length)
                     torch.save(optimizer.state_dict(), folder / "optimizer.pt")
                     torch.save(scheduler.state_dict(), folder / "scheduler.pt")
-                    torch.save(scaler.state_dict(), folder / "scaler.pt")
+                    precision.save(folder)
                     torch.save(states, folder / "rng.pt")
                     (folder / STATE_FILE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf8")
 
@@ -376,7 +374,6 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: _Dist) 
                    disable=not (config.progress and ctx.main), file=sys.stderr, dynamic_ncols=True)
         order: Optional[torch.Tensor] = None
         order_epoch = -1
-        autocast = (lambda: torch.autocast(device_type="cuda", dtype=torch.float16)) if use_amp else contextlib.nullcontext
         while global_step < total_steps:
             if step_in_epoch >= steps_per_epoch:
                 epoch, step_in_epoch = epoch + 1, 0
@@ -392,15 +389,14 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: _Dist) 
                 last = position == len(micro) - 1
                 sync = net.no_sync() if ctx.world_size > 1 and not last else contextlib.nullcontext()
                 with sync:
-                    with autocast():
+                    with precision.autocast():
                         embeddings, labels = _embed(net, tokenizer, batch, config, device)
                     loss = sap_loss(embeddings, labels, miner, loss_fn) / len(micro)
-                    scaler.scale(loss).backward()
+                    precision.backward(loss)
                 step_loss += float(loss.detach())
                 run_pairs += len(batch) * ctx.world_size
                 window_pairs += len(batch) * ctx.world_size
-            scaler.step(optimizer)
-            scaler.update()
+            precision.step(optimizer)
             scheduler.step()
             global_step += 1
             step_in_epoch += 1
