@@ -230,25 +230,24 @@ def _json_terms(path: Path, count: int = 12) -> List[Any]:
 def _graph_nodes(path: Path, count: int = 12) -> List[Any]:
     """OBO-graph nodes made from the first real [Term] stanzas of an OBO file (no OBO-graph file is shared)."""
     stanzas = [b"\n".join(block) for block in _blocks(_head_lines(path, 4000), lambda line: line == b"[Term]")[1:]]
-    tmp = Path(tempfile.mkdtemp()) / "seed.obo"
-    tmp.write_bytes(b"\n".join(stanzas[:count]) + b"\n")
-    nodes = []
-    for concept in read_obo(tmp, include_obsolete=True):
-        prefix, local = concept.id.split(":", 1)
-        properties = [{"pred": "http://www.geneontology.org/formats/oboInOwl#hasOBONamespace", "val": "human_phenotype"}]
-        properties += [{"pred": "http://www.geneontology.org/formats/oboInOwl#hasAlternativeId", "val": alt} for alt in concept.alt_ids]
-        nodes.append({
-            "id": f"http://purl.obolibrary.org/obo/{prefix}_{local}",
-            "lbl": concept.name,
-            "type": "CLASS",
-            "meta": {
-                "synonyms": [{"pred": "hasExactSynonym", "val": synonym} for synonym in concept.synonyms],
-                "xrefs": [{"val": xref} for xref in concept.xrefs],
-                "basicPropertyValues": properties,
-            },
-        })
-    tmp.unlink()
-    tmp.parent.rmdir()
+    with tempfile.TemporaryDirectory() as folder:
+        tmp = Path(folder) / "seed.obo"
+        tmp.write_bytes(b"\n".join(stanzas[:count]) + b"\n")
+        nodes = []
+        for concept in read_obo(tmp, include_obsolete=True):
+            prefix, local = concept.id.split(":", 1)
+            properties = [{"pred": "http://www.geneontology.org/formats/oboInOwl#hasOBONamespace", "val": "human_phenotype"}]
+            properties += [{"pred": "http://www.geneontology.org/formats/oboInOwl#hasAlternativeId", "val": alt} for alt in concept.alt_ids]
+            nodes.append({
+                "id": f"http://purl.obolibrary.org/obo/{prefix}_{local}",
+                "lbl": concept.name,
+                "type": "CLASS",
+                "meta": {
+                    "synonyms": [{"pred": "hasExactSynonym", "val": synonym} for synonym in concept.synonyms],
+                    "xrefs": [{"val": xref} for xref in concept.xrefs],
+                    "basicPropertyValues": properties,
+                },
+            })
     return nodes
 
 

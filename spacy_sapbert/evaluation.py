@@ -47,7 +47,7 @@ from .kb import Concept, KnowledgeBase
 from .memory import MIXTURES, MemorySettings
 from .normalizer import Normalizer
 from .preprocess import gold_ids, is_cuiless, split_composite
-from .readers.corpora import Document, Query
+from .readers.corpora import Document, Query, detect_corpus_format
 
 KS = tuple(range(1, 11))
 PROTOCOLS = ("strict", "biosyn")
@@ -612,13 +612,6 @@ def model_label(model: str) -> str:
     return f"{path.parent.name}/{path.name}" if path.name in ("model", "encoder") else path.name
 
 
-def guess_corpus_format(path: Path) -> str:
-    """The corpus format of a file, told from its content (readers.detect_corpus_format)."""
-    from .readers.corpora import detect_corpus_format
-
-    return detect_corpus_format(path)
-
-
 def run_benchmark(
     corpus: Path,
     vocabularies: Sequence[Tuple[Path, str, Mapping]],
@@ -653,19 +646,19 @@ def run_benchmark(
 
     prep = prep or Preprocessing()
     normalizer = prep.normalizer
-    corpus_format = guess_corpus_format(corpus) if corpus_format == "auto" else corpus_format
+    corpus_format = detect_corpus_format(corpus) if corpus_format == "auto" else corpus_format
     kb = KnowledgeBase(read_vocabularies(vocabularies))
     concepts = list(kb)
     mentions, cuiless, _ = read_corpus(corpus, corpus_format, prep, labels)
     extra: List[Tuple[str, str]] = []
     for path in train:
-        train_mentions, _, _ = read_corpus(path, guess_corpus_format(path), prep, labels)
+        train_mentions, _, _ = read_corpus(path, detect_corpus_format(path), prep, labels)
         # training mentions become names as they are searched: query-normalized (spelling corrected)
         extra += [(concept_id, normalizer.query(text)) for concept_id, text in training_names(train_mentions, kb)]
     n_missing, absent = missing_gold(mentions, kb)
     memory_mentions: List[Tuple[str, str]] = []
     for path in memory:
-        memory_corpus, _, _ = read_corpus(path, guess_corpus_format(path), prep, labels)
+        memory_corpus, _, _ = read_corpus(path, detect_corpus_format(path), prep, labels)
         memory_mentions += [(text, concept_id) for concept_id, text in training_names(memory_corpus, kb)]
 
     vocabulary = vocabulary_hash(kb)  # of the concepts as read; the normalizer is part of the cache key

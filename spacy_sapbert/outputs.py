@@ -22,7 +22,8 @@ TMP_MARK = ".sapbert-tmp-"
 # What spaCy's Language.to_disk writes besides one folder per component.
 PIPELINE_FILES = {"config.cfg", "meta.json", "tokenizer", "vocab"}
 # What the trainers write into their output folder.
-RUN_FILES = {"model", "checkpoints", "train_log.jsonl", "loss.png", "train_config.json", "dhns_config.json"}
+RUN_CONFIG_FILES = ("train_config.json", "dhns_config.json")
+RUN_FILES = {"model", "checkpoints", "train_log.jsonl", "loss.png", *RUN_CONFIG_FILES}
 
 
 class OutputExistsError(SapbertError):
@@ -85,13 +86,16 @@ def check_pipeline_output(output: Path, overwrite: bool) -> None:
 def check_run_output(output: Path, resume: bool, overwrite: bool) -> None:
     """A trainer's output folder: absent, empty, or an earlier run (continued with --resume or replaced with --overwrite)."""
     output = Path(output)
-    is_run = output.is_dir() and any((output / name).exists() for name in ("train_config.json", "dhns_config.json", "checkpoints"))
+    # the trainers write their config file before anything else: a folder without one is not a run of ours
+    is_run = output.is_dir() and any((output / name).is_file() for name in RUN_CONFIG_FILES)
     hint = "" if (resume or overwrite) else "pass --resume to continue it or --overwrite to start again"
     _refuse_foreign(output, "a training run", RUN_FILES if is_run else None, hint)
 
 
 def clear_run(output: Path) -> None:
-    """Remove an earlier run's own entries (RUN_FILES) from `output`, checked by `check_run_output` to hold nothing else."""
+    """Remove an earlier run's own entries (RUN_FILES) from `output`; refused (OutputExistsError) unless
+    `output` is absent, empty, or a run of ours holding nothing else."""
+    check_run_output(Path(output), resume=False, overwrite=True)
     for name in sorted(RUN_FILES):
         path = Path(output) / name
         if path.is_dir():

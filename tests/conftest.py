@@ -55,6 +55,31 @@ def make_tiny_bert(folder: Path, hidden_size: int = 32, seed: int = 0) -> Path:
     return folder
 
 
+def replace_saved_encoder(pipeline: Path, model: str, component: str = "sapbert_linker") -> None:
+    """Put another model folder in place of a saved pipeline's encoder (a user's swap, or a corruption)."""
+    import shutil
+
+    encoder_dir = Path(pipeline) / component / "encoder"
+    shutil.rmtree(encoder_dir)
+    shutil.copytree(model, encoder_dir)
+
+
+@pytest.fixture
+def index_builds(monkeypatch) -> list:
+    """A list that grows by one at every ConceptIndex.build (an encoding of a whole vocabulary)."""
+    from spacy_sapbert.index import ConceptIndex
+
+    builds: list = []
+    original = ConceptIndex.build.__func__
+
+    def counting_build(cls, *args, **kwargs):
+        builds.append(1)
+        return original(cls, *args, **kwargs)
+
+    monkeypatch.setattr(ConceptIndex, "build", classmethod(counting_build))
+    return builds
+
+
 @pytest.fixture
 def one_thread():
     """One intra-op thread: on 2 shared cores, OpenMP thread contention makes tiny models 50x slower."""

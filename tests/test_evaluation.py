@@ -352,21 +352,13 @@ def test_evaluate_command_tunes_the_memory_on_dev_and_reuses_the_settings(tmp_pa
     assert test["results"][f"{name} + memory"]["strict"] == tuned
 
 
-def test_run_benchmark_without_a_cache_encodes_the_vocabulary_once(tmp_path, tiny_bert, monkeypatch):
+def test_run_benchmark_without_a_cache_encodes_the_vocabulary_once(tmp_path, tiny_bert, index_builds):
     """The model, the memory system and the tuning share one strict index even with no --cache-dir."""
     from spacy_sapbert import evaluation
-    from spacy_sapbert.index import ConceptIndex
 
     (tmp_path / "corpus.txt").write_text(PUBTATOR, encoding="utf8")
     (tmp_path / "vocab.txt").write_text("D1||Heart failure|cardiac failure\nD2||Liver cancer|hepatoma\n", encoding="utf8")
-    builds = []
-    original = ConceptIndex.build.__func__
-
-    def counting_build(cls, *args, **kwargs):
-        builds.append(1)
-        return original(cls, *args, **kwargs)
-
-    monkeypatch.setattr(ConceptIndex, "build", classmethod(counting_build))
+    builds = index_builds
     report = evaluation.run_benchmark(
         tmp_path / "corpus.txt", [(tmp_path / "vocab.txt", "auto", {})], model=tiny_bert,
         memory=[tmp_path / "corpus.txt"], tune=True, protocols=["strict"], cache_dir=None,

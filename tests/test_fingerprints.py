@@ -7,7 +7,7 @@ import pytest
 import spacy
 import srsly
 
-from conftest import TOY_VOCAB, make_tiny_bert
+from conftest import TOY_VOCAB, make_tiny_bert, replace_saved_encoder
 from spacy_sapbert.encoder import Encoder, encoder_fingerprint
 from spacy_sapbert.errors import IndexFormatError
 from spacy_sapbert.kb import Concept
@@ -121,15 +121,13 @@ def test_an_edited_config_cfg_is_refused(linker_nlp, tmp_path):
 
 def test_a_foreign_encoder_of_the_same_width_is_refused(linker_nlp, tmp_path, tiny_bert_seed1):
     linker_nlp.to_disk(tmp_path / "pipe")
-    encoder_dir = tmp_path / "pipe" / "sapbert_linker" / "encoder"
-    shutil.rmtree(encoder_dir)
-    shutil.copytree(tiny_bert_seed1, encoder_dir)
+    replace_saved_encoder(tmp_path / "pipe", tiny_bert_seed1)
     fingerprint = linker_nlp.get_pipe("sapbert_linker").encoder.fingerprint
     with pytest.raises(IndexFormatError) as err:
         spacy.load(tmp_path / "pipe")
     message = one_line(err)
     assert f"the index in {tmp_path / 'pipe' / 'sapbert_linker' / 'index'} was built with the encoder of fingerprint {fingerprint!r}" in message
-    assert f"the encoder in {encoder_dir} has fingerprint {Encoder(tiny_bert_seed1, device='cpu').fingerprint!r}" in message
+    assert f"the encoder in {tmp_path / 'pipe' / 'sapbert_linker' / 'encoder'} has fingerprint {Encoder(tiny_bert_seed1, device='cpu').fingerprint!r}" in message
     assert "rebuild it (build-index)" in message
 
 
@@ -221,18 +219,10 @@ def test_an_index_of_a_newer_format_asks_for_an_upgrade(linker_nlp, tmp_path):
 # the evaluation cache --------------------------------------------------------------------------------
 
 
-def test_the_evaluation_cache_is_keyed_by_fingerprint_settings_and_vocabulary(tiny_bert, tiny_bert_seed1, toy_concepts, tmp_path, monkeypatch):
+def test_the_evaluation_cache_is_keyed_by_fingerprint_settings_and_vocabulary(tiny_bert, tiny_bert_seed1, toy_concepts, tmp_path, index_builds):
     from spacy_sapbert import evaluation
-    from spacy_sapbert.index import ConceptIndex
 
-    builds = []
-    original = ConceptIndex.build.__func__
-
-    def counting_build(cls, *args, **kwargs):
-        builds.append(1)
-        return original(cls, *args, **kwargs)
-
-    monkeypatch.setattr(ConceptIndex, "build", classmethod(counting_build))
+    builds = index_builds
     cache = tmp_path / "cache"
     encoder = Encoder(tiny_bert, device="cpu")
     first = evaluation.build_encoder_index(encoder, toy_concepts, cache)

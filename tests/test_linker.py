@@ -1,4 +1,3 @@
-import shutil
 import subprocess
 import sys
 
@@ -6,6 +5,7 @@ import pytest
 import spacy
 from spacy.tokens import Span
 
+from conftest import replace_saved_encoder
 from spacy_sapbert.errors import IndexFormatError, NotInitializedError, SapbertError
 from spacy_sapbert.kb import Concept
 
@@ -240,9 +240,7 @@ def test_missing_index_file_in_a_saved_pipeline_is_named(linker_nlp, tmp_path):
 
 def test_index_and_encoder_of_different_dimension_are_refused(linker_nlp, tmp_path, tiny_bert_48):
     linker_nlp.to_disk(tmp_path / "pipe")
-    encoder_dir = tmp_path / "pipe" / "sapbert_linker" / "encoder"
-    shutil.rmtree(encoder_dir)
-    shutil.copytree(tiny_bert_48, encoder_dir)
+    replace_saved_encoder(tmp_path / "pipe", tiny_bert_48)
     with pytest.raises(IndexFormatError, match="dimension 32.*produces 48"):
         spacy.load(tmp_path / "pipe")
 

@@ -218,3 +218,18 @@ def test_train_refuses_a_foreign_folder_and_an_earlier_run_without_resume_or_ove
     assert _train(tmp_path, tiny_bert, run, "--overwrite").exit_code == 0
     assert not (run / "checkpoints" / "last" / "marker").exists()  # the earlier run's checkpoint is not resumed later
     assert (run / "model" / "config.json").is_file()
+
+
+def test_clear_run_deletes_only_an_earlier_run_of_ours(tmp_path):
+    from spacy_sapbert.outputs import clear_run
+
+    foreign = tmp_path / "theirs"
+    (foreign / "checkpoints").mkdir(parents=True)  # a folder name a run uses, but no run config of ours
+    with pytest.raises(OutputExistsError):
+        clear_run(foreign)
+    assert (foreign / "checkpoints").is_dir()
+    run = tmp_path / "run"
+    (run / "model").mkdir(parents=True)
+    (run / "train_config.json").write_text("{}", encoding="utf8")
+    clear_run(run)
+    assert list(run.iterdir()) == []

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 from . import MalformedLine, PathLike, VocabularyFormatError, check_file, line_start
 from .dictionary import parse_dictionary_line
@@ -190,15 +190,22 @@ def _json_format(path: Path, lines: List[Tuple[int, str]]) -> Optional[str]:
     return None
 
 
-def detect_format(path: PathLike) -> str:
-    """The vocabulary format of a file, told from its content (see the module docstring); FormatDetectionError if unclear."""
+def _sample(path: PathLike, guess_from_name: Callable[[Path], Optional[str]], formats: Sequence[str]):
+    """(path, its first non-blank lines, the format its name suggests); a file with no line and an
+    uninformative name is refused."""
     path = check_file(path)
     lines = sample_lines(path)
-    name_guess = format_from_name(path)
+    name_guess = guess_from_name(path)
+    if not lines and not name_guess:
+        raise _refuse(path, "the file has no non-blank line", formats)
+    return path, lines, name_guess
+
+
+def detect_format(path: PathLike) -> str:
+    """The vocabulary format of a file, told from its content (see the module docstring); FormatDetectionError if unclear."""
+    path, lines, name_guess = _sample(path, format_from_name, VOCABULARY_FORMATS)
     if not lines:
-        if name_guess:
-            return name_guess
-        raise _refuse(path, "the file has no non-blank line", VOCABULARY_FORMATS)
+        return name_guess
     json_format = _json_format(path, lines)
     if json_format:
         return json_format
@@ -230,13 +237,9 @@ def _corpus_shape(line: str) -> Optional[str]:
 
 def detect_corpus_format(path: PathLike) -> str:
     """The corpus format of a file (pubtator, biosyn or xlbel), told from its content; the path breaks ties."""
-    path = check_file(path)
-    lines = sample_lines(path)
-    name_guess = corpus_format_from_name(path)
+    path, lines, name_guess = _sample(path, corpus_format_from_name, CORPUS_FORMATS)
     if not lines:
-        if name_guess:
-            return name_guess
-        raise _refuse(path, "the file has no non-blank line", CORPUS_FORMATS)
+        return name_guess
     if _json_format(path, lines) is not None:
         raise _refuse(path, "it is JSON, which no corpus reader reads", CORPUS_FORMATS)
     shapes = [_corpus_shape(text) for _, text in lines]

@@ -116,9 +116,9 @@ class MinedExample:
 
 def load_examples(config: DhnsConfig) -> Tuple[List[Concept], List[Tuple[str, str]]]:
     """The preprocessed vocabulary and the distinct (mention, concept id) examples of the corpora."""
-    from ..evaluation import Preprocessing, guess_corpus_format, normalized_concepts, read_corpus, training_names
+    from ..evaluation import Preprocessing, normalized_concepts, read_corpus, training_names
     from ..kb import KnowledgeBase
-    from ..readers import read_spell_check, read_vocabularies, vocabulary_specs
+    from ..readers import detect_corpus_format, read_spell_check, read_vocabularies, vocabulary_specs
 
     prep = Preprocessing(
         remove_punctuation=config.remove_punctuation,
@@ -130,7 +130,7 @@ def load_examples(config: DhnsConfig) -> Tuple[List[Concept], List[Tuple[str, st
     kb = KnowledgeBase(concepts)
     examples: Dict[Tuple[str, str], None] = {}
     for corpus in config.corpora:
-        mentions, _, _ = read_corpus(Path(corpus), guess_corpus_format(Path(corpus)), prep, config.labels or None)
+        mentions, _, _ = read_corpus(Path(corpus), detect_corpus_format(Path(corpus)), prep, config.labels or None)
         for concept_id, text in training_names(mentions, kb):
             query = normalizer.query(text)
             if query:
