@@ -173,3 +173,18 @@ def test_train_dhns_command(tiny_task, tiny_bert, one_thread):
     ])
     assert result.exit_code == 0, result.output
     assert (tiny_task / "cli" / "model" / "config.json").exists()
+
+
+def test_a_checkpoint_of_0_2_resumes_to_the_same_weights(tiny_task, tiny_bert, one_thread):
+    """0.2's DHNS checkpoints held one RNG state (not one per rank) and no scheduler: they still resume."""
+    from spacy_sapbert.encoder import load_pretrained
+
+    straight = train_dhns(config_for(tiny_task, tiny_bert, tiny_task / "straight"))
+    train_dhns(config_for(tiny_task, tiny_bert, tiny_task / "old", epochs=1))
+    checkpoint = tiny_task / "old" / "checkpoints" / "last"
+    (checkpoint / "scheduler.pt").unlink()
+    torch.save(torch.load(checkpoint / "rng.pt", weights_only=True)[0], checkpoint / "rng.pt")
+    resumed = train_dhns(config_for(tiny_task, tiny_bert, tiny_task / "old"), resume=True)
+    first, second = load_pretrained(str(straight))[1], load_pretrained(str(resumed))[1]
+    for (name, a), (_, b) in zip(first.state_dict().items(), second.state_dict().items()):
+        assert torch.equal(a, b), name

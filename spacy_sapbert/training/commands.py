@@ -10,11 +10,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import Callable, List, Optional
 
 import typer
 
 from ..errors import SapbertError
+from .options import config_command
 
 __all__ = ["extract_command", "pairs_command", "register", "train_command", "train_dhns_command"]
 
@@ -135,100 +136,67 @@ def pairs_command(
     typer.echo(f"{count} pairs written to {files[-1]}", err=True)
 
 
-def train_command(
-    pairs: Path = typer.Argument(..., help="Pairs file ('ID||name1||name2' lines, from `pairs`)."),
-    model: str = typer.Option(..., help="Base encoder: local Hugging Face folder or hub name."),
-    output: Path = typer.Option(..., help="Output folder: model/, checkpoints/last/, train_log.jsonl, loss.png."),
-    batch_size: int = typer.Option(256, help="Pairs per micro-batch and process."),
-    lr: float = typer.Option(2e-5, help="AdamW learning rate."),
-    weight_decay: float = typer.Option(0.01, help="AdamW weight decay."),
-    epochs: int = typer.Option(1, help="Passes over the pairs."),
-    max_steps: Optional[int] = typer.Option(None, help="Stop after this many optimizer steps (default: end of the epochs)."),
-    grad_accum: int = typer.Option(1, help="Micro-batches per optimizer step."),
-    max_length: int = typer.Option(25, help="Word pieces per name."),
-    pooling: Optional[str] = typer.Option(None, help="cls (SapBERT) or mean. Default: what the model folder declares (sentence-transformers' 1_Pooling), else cls."),
-    alpha: float = typer.Option(2.0, help="Multi-similarity loss alpha (positive pairs)."),
-    beta: float = typer.Option(50.0, help="Multi-similarity loss beta (negative pairs)."),
-    base: float = typer.Option(0.5, help="Multi-similarity loss base."),
-    margin: float = typer.Option(0.2, help="Triplet miner margin."),
-    miner_distance: str = typer.Option("euclidean", help="Miner distance: euclidean (on unit vectors, as SapBERT) or cosine."),
-    use_miner: bool = typer.Option(True, help="Mine hard triplets (--no-use-miner: the loss sees all pairs)."),
-    warmup_steps: int = typer.Option(0, help="Linear learning-rate warm-up steps, then constant."),
-    encode_chunk: int = typer.Option(64, help="Names per forward pass, sorted by length to cut padding."),
-    seed: int = typer.Option(42, help="Seed of the data order and of dropout."),
-    checkpoint_every: int = typer.Option(1000, help="Write output/checkpoints/last every N steps."),
-    log_every: int = typer.Option(10, help="Append to train_log.jsonl every N steps."),
-    device: str = typer.Option("auto", help="auto (CUDA when present), cpu or cuda."),
-    amp: bool = typer.Option(True, help="Mixed precision (CUDA only)."),
-    progress: bool = typer.Option(True, help="Show a progress bar."),
-    resume: bool = typer.Option(False, help="Continue from output/checkpoints/last."),
-    overwrite: bool = typer.Option(False, help="Start again in OUTPUT when it holds an earlier run (its files are replaced)."),
-) -> None:
+RUN_OPTIONS = {
+    "resume": (bool, typer.Option(False, help="Continue from output/checkpoints/last.")),
+    "overwrite": (bool, typer.Option(False, help="Start again in OUTPUT when it holds an earlier run (its files are replaced).")),
+}
+POOLING_OPTION = (
+    Optional[str],
+    typer.Option(None, help="cls (SapBERT) or mean. Default: what the model folder declares (sentence-transformers' 1_Pooling), else cls."),
+)
+
+
+def _declared_pooling(config) -> None:
+    """Without --pooling, pool as the model folder declares (else [CLS])."""
+    from ..encoder import default_pooling
+
+    if config.pooling is None:
+        config.pooling = default_pooling(config.model)
+
+
+def run_train(config, resume: bool, overwrite: bool) -> None:
     """Self-alignment pretraining (SapBERT) of an encoder on a pairs file; writes output/model/.
 
     Run under torchrun for several processes: torchrun --nproc_per_node N -m spacy_sapbert train ...
     """
     import os
 
-    from ..encoder import default_pooling
-    from .trainer import TrainConfig, train
+    from .trainer import train
 
-    config = TrainConfig(
-        model=model, output=str(output), pairs=str(pairs), batch_size=batch_size, lr=lr, weight_decay=weight_decay,
-        epochs=epochs, max_steps=max_steps, grad_accum=grad_accum, max_length=max_length, pooling=pooling or default_pooling(model),
-        alpha=alpha, beta=beta, base=base, margin=margin, miner_distance=miner_distance, use_miner=use_miner,
-        warmup_steps=warmup_steps, encode_chunk=encode_chunk, seed=seed, checkpoint_every=checkpoint_every, log_every=log_every,
-        device=device, amp=amp, progress=progress,
-    )
-    _claim_run_output(output, resume, overwrite)
+    _declared_pooling(config)
+    _claim_run_output(Path(config.output), resume, overwrite)
     model_dir = train(config, resume=resume)
     if int(os.environ.get("RANK", "0")) == 0:
         typer.echo(f"model written to {model_dir}", err=True)
 
 
-def train_dhns_command(
-    corpora: List[Path] = typer.Argument(..., help="Annotated PubTator training corpora (e.g. NCBItrainset_corpus.txt)."),
-    vocab: List[Path] = typer.Option(..., help="Vocabulary file(s) of the gold ids (MEDIC, MeSH TSV, OBO, ...)."),
-    model: str = typer.Option(..., help="Encoder to fine-tune: local Hugging Face folder (e.g. a SAP model) or hub name."),
-    output: Path = typer.Option(..., help="Output folder: model/, checkpoints/last/, train_log.jsonl, loss.png."),
-    vocab_format: str = typer.Option("auto", help="Format of every --vocab."),
-    mesh_trees: List[str] = typer.Option([], help="Keep only MeSH descriptors under these tree letters."),
-    label: List[str] = typer.Option([], help="Only mentions with these corpus labels (e.g. Disease)."),
-    spell_check: Optional[Path] = typer.Option(None, help="misspelling||correction file applied to mentions and names (BioSyn's NCBI list)."),
-    remove_punctuation: bool = typer.Option(True, "--remove-punctuation/--keep-punctuation", help="Punctuation to spaces in mentions and names (BioSyn); build the pipeline with the same."),
-    pooling: Optional[str] = typer.Option(None, help="cls (SapBERT) or mean. Default: what the model folder declares (sentence-transformers' 1_Pooling), else cls."),
-    max_length: int = typer.Option(25, help="Word pieces per mention or name."),
-    batch_size: int = typer.Option(32, help="Mentions per step."),
-    hard_negatives: int = typer.Option(4, help="Hard negatives per mention (p), mined every epoch."),
-    temperature: float = typer.Option(0.01, help="InfoNCE temperature."),
-    lr: float = typer.Option(2e-5, help="AdamW learning rate."),
-    weight_decay: float = typer.Option(0.01, help="AdamW weight decay."),
-    epochs: int = typer.Option(3, help="Epochs; the name index and the hard negatives are rebuilt at the start of each."),
-    seed: int = typer.Option(42, help="Seed of the data order and of dropout."),
-    device: str = typer.Option("auto", help="auto (CUDA when present), cpu or cuda."),
-    progress: bool = typer.Option(True, help="Show progress bars."),
-    resume: bool = typer.Option(False, help="Continue after the last finished epoch (output/checkpoints/last)."),
-    overwrite: bool = typer.Option(False, help="Start again in OUTPUT when it holds an earlier run (its files are replaced)."),
-) -> None:
+def run_train_dhns(config, resume: bool, overwrite: bool) -> None:
     """Fine-tune an encoder on annotated mentions with InfoNCE and dynamic hard negatives (kNN-BioEL)."""
-    from ..encoder import default_pooling
-    from .dhns import DhnsConfig, train_dhns
+    from .dhns import train_dhns
 
-    config = DhnsConfig(
-        model=model, output=str(output), corpora=[str(c) for c in corpora], vocab=[str(v) for v in vocab],
-        vocab_format=vocab_format, mesh_trees=list(mesh_trees), labels=list(label),
-        spell_check=str(spell_check) if spell_check else None, remove_punctuation=remove_punctuation, pooling=pooling or default_pooling(model), max_length=max_length,
-        batch_size=batch_size, hard_negatives=hard_negatives, temperature=temperature, lr=lr,
-        weight_decay=weight_decay, epochs=epochs, seed=seed, device=device, progress=progress,
-    )
-    _claim_run_output(output, resume, overwrite)
+    _declared_pooling(config)
+    _claim_run_output(Path(config.output), resume, overwrite)
     model_dir = train_dhns(config, resume=resume)
     typer.echo(f"model written to {model_dir}", err=True)
+
+
+def train_command() -> Callable[..., None]:
+    """The `train` command: one option per TrainConfig setting, plus --resume and --overwrite."""
+    from .trainer import TrainConfig
+
+    return config_command(TrainConfig, run_train, overrides={"pooling": POOLING_OPTION}, extra=RUN_OPTIONS)
+
+
+def train_dhns_command() -> Callable[..., None]:
+    """The `train-dhns` command: one option per DhnsConfig setting, plus --resume and --overwrite."""
+    from .dhns import DhnsConfig
+
+    return config_command(DhnsConfig, run_train_dhns, overrides={"pooling": POOLING_OPTION}, extra=RUN_OPTIONS)
 
 
 def register(app: typer.Typer) -> None:
     """Add the extract, pairs, train and train-dhns commands to `app`."""
     app.command("extract")(extract_command)
     app.command("pairs")(pairs_command)
-    app.command("train")(train_command)
-    app.command("train-dhns")(train_dhns_command)
+    app.command("train")(train_command())
+    app.command("train-dhns")(train_dhns_command())

@@ -22,11 +22,9 @@ step; per epoch how often the gold concept's name was the nearest name), ``loss.
 """
 from __future__ import annotations
 
-import dataclasses
-import json
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -35,57 +33,54 @@ import numpy
 import torch
 import torch.nn.functional as F
 
-from ..encoder import POOLINGS, embed_texts, infer_vectors, load_pretrained, resolve_device
+from ..encoder import POOLINGS, embed_texts, infer_vectors
 from ..errors import SapbertError
 from ..extras import require
 from ..index import NameLinks, name_table
-from ..io import atomic_write_text
 from ..kb import Concept
 from ..normalizer import Normalizer
-from .checkpoints import (
-    STATE_FILE, MixedPrecision, append_log, find_checkpoint, plot_loss, require_at_least_one, restart_log, rng_state, save_model,
-    seed_everything, set_rng_state, write_dir,
-)
+from .checkpoints import require_at_least_one
+from .loop import TrainingRun
+from .options import setting
 
 __all__ = ["DhnsConfig", "MinedExample", "info_nce_loss", "load_examples", "mine_examples", "train_dhns"]
 
-LOG_FILE, LOSS_PLOT, CONFIG_FILE = "train_log.jsonl", "loss.png", "dhns_config.json"
+CONFIG_FILE = "dhns_config.json"
 
 
 @dataclass
 class DhnsConfig:
-    """Settings of a DHNS fine-tuning run (defaults: the kNN-BioEL paper where it gives them).
-
-    corpora: annotated PubTator training corpora; vocab: vocabulary files (`vocab_format`,
-    `mesh_trees` as in `evaluate`); labels: only mentions of these types; spell_check: a
-    misspelling||correction file and remove_punctuation: the Normalizer of mentions and names
-    (build the pipeline with the same). batch_size: mentions per step;
-    hard_negatives: p; temperature: InfoNCE tau; encode_chunk: texts per forward pass.
+    """Settings of a DHNS fine-tuning run (defaults: the kNN-BioEL paper where it gives them); each
+    field's help text is also its `train-dhns` command-line option's. `spell_check` and
+    `remove_punctuation` make the Normalizer of mentions and names: build the pipeline with the same.
     """
 
-    model: str
-    output: str
-    corpora: List[str]
-    vocab: List[str]
-    vocab_format: str = "auto"
-    mesh_trees: List[str] = field(default_factory=list)
-    labels: List[str] = field(default_factory=list)
-    spell_check: Optional[str] = None
-    remove_punctuation: bool = True
-    pooling: str = "cls"
-    max_length: int = 25
-    batch_size: int = 32
-    hard_negatives: int = 4
-    temperature: float = 0.01
-    lr: float = 2e-5
-    weight_decay: float = 0.01
-    epochs: int = 3
-    encode_chunk: int = 64
-    seed: int = 42
-    log_every: int = 10
-    device: str = "auto"
-    amp: bool = True
-    progress: bool = True
+    model: str = setting(help="Encoder to fine-tune: local Hugging Face folder (e.g. a SAP model) or hub name.")
+    output: str = setting(help="Output folder: model/, checkpoints/last/, train_log.jsonl, loss.png.")
+    corpora: List[str] = setting(help="Annotated PubTator training corpora (e.g. NCBItrainset_corpus.txt).", argument=True)
+    vocab: List[str] = setting(help="Vocabulary file(s) of the gold ids (MEDIC, MeSH TSV, OBO, ...).")
+    vocab_format: str = setting("auto", help="Format of every --vocab.")
+    mesh_trees: List[str] = setting([], help="Keep only MeSH descriptors under these tree letters.")
+    labels: List[str] = setting([], help="Only mentions with these corpus labels (e.g. Disease).", flags=("--label",))
+    spell_check: Optional[str] = setting(None, help="misspelling||correction file applied to mentions (BioSyn's NCBI list).")
+    remove_punctuation: bool = setting(
+        True, help="Punctuation to spaces in mentions and names (BioSyn); build the pipeline with the same.",
+        flags=("--remove-punctuation/--keep-punctuation",),
+    )
+    pooling: str = setting("cls", help="cls (SapBERT) or mean.")
+    max_length: int = setting(25, help="Word pieces per mention or name.")
+    batch_size: int = setting(32, help="Mentions per step.")
+    hard_negatives: int = setting(4, help="Hard negatives per mention (p), mined every epoch.")
+    temperature: float = setting(0.01, help="InfoNCE temperature (tau).")
+    lr: float = setting(2e-5, help="AdamW learning rate.")
+    weight_decay: float = setting(0.01, help="AdamW weight decay.")
+    epochs: int = setting(3, help="Epochs; the name index and the hard negatives are rebuilt at the start of each.")
+    encode_chunk: int = setting(64, help="Texts per forward pass, sorted by length to cut padding.")
+    seed: int = setting(42, help="Seed of the data order and of dropout.")
+    log_every: int = setting(10, help="Append to train_log.jsonl every N steps.")
+    device: str = setting("auto", help="auto (CUDA when present), cpu or cuda[:N].")
+    amp: bool = setting(True, help="Mixed precision (CUDA only).")
+    progress: bool = setting(True, help="Show progress bars.")
 
     def validate(self) -> None:
         """Raise SapbertError naming the setting for an impossible value."""
@@ -233,19 +228,24 @@ def _encode_all(model, tokenizer, texts: Sequence[str], config: DhnsConfig, devi
         model.train()
 
 
-def _batch_loss(model, tokenizer, batch: Sequence[MinedExample], config: DhnsConfig, device) -> torch.Tensor:
+def _encode_batch(model, tokenizer, batch: Sequence[MinedExample], config: DhnsConfig, device) -> torch.Tensor:
+    """Vectors of a batch's queries, then their positives, then all hard negatives (the forward pass)."""
     negatives = [text for example in batch for text in example.negatives]
     texts = [e.query for e in batch] + [e.positive for e in batch] + negatives
-    vectors = embed_texts(
+    return embed_texts(
         model, tokenizer, texts, max_length=config.max_length, pooling=config.pooling, device=device,
         chunk_size=config.encode_chunk,
     )
+
+
+def _batch_loss(vectors: torch.Tensor, batch: Sequence[MinedExample], temperature: float, device) -> torch.Tensor:
+    """InfoNCE of a batch from `_encode_batch`'s vectors, in float32 (outside autocast)."""
     size = len(batch)
     query_concepts = torch.tensor([e.concept for e in batch], device=device)
     candidate_concepts = torch.tensor(
         [e.concept for e in batch] + [c for e in batch for c in e.negative_concepts], device=device
     )
-    return info_nce_loss(vectors[:size], vectors[size:], query_concepts, candidate_concepts, config.temperature)
+    return info_nce_loss(vectors[:size], vectors[size:], query_concepts, candidate_concepts, temperature)
 
 
 def train_dhns(config: DhnsConfig, resume: bool = False) -> Path:
@@ -258,81 +258,44 @@ def train_dhns(config: DhnsConfig, resume: bool = False) -> Path:
 
     config.validate()
     require("matplotlib")  # the loss plot is drawn at the end: fail before training, not after
-    output = Path(config.output)
-    log_path = output / LOG_FILE
-    device = resolve_device(config.device)
     concepts, examples = load_examples(config)
     space = NameSpace(concepts)
-
-    checkpoint = find_checkpoint(output) if resume else None
-    seed_everything(config.seed)
-    tokenizer, model = load_pretrained(str(checkpoint) if checkpoint is not None else config.model)
-    model.to(device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    precision = MixedPrecision(device, config.amp)
-    first_epoch, step, elapsed_before = 0, 0, 0.0
-    if checkpoint is not None:
-        state = json.loads((checkpoint / STATE_FILE).read_text(encoding="utf8"))
-        optimizer.load_state_dict(torch.load(checkpoint / "optimizer.pt", map_location=device, weights_only=True))
-        set_rng_state(torch.load(checkpoint / "rng.pt", weights_only=True))
-        precision.load(checkpoint)
-        first_epoch, step, elapsed_before = state["epoch"], state["step"], state["elapsed"]
-    output.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(output / CONFIG_FILE, json.dumps(dataclasses.asdict(config), indent=2) + "\n")
-    restart_log(log_path, step if checkpoint is not None else None)
-
-    started = time.perf_counter()
+    # 0.2's DHNS optimizer held every parameter, the unused pooler's too: keep it so its checkpoints resume
+    run = TrainingRun.start(config, config_file=CONFIG_FILE, resume=resume, freeze_pooler=False)
+    model, tokenizer, device = run.model, run.tokenizer, run.device
+    step = run.state.get("step", 0)
     queries = [query for query, _ in examples]
-    for epoch in range(first_epoch, config.epochs):
+    for epoch in range(run.state.get("epoch", 0), config.epochs):
         name_vectors = _encode_all(model, tokenizer, space.names, config, device, f"epoch {epoch + 1}: encoding names")
         query_vectors = _encode_all(model, tokenizer, queries, config, device, f"epoch {epoch + 1}: encoding mentions")
         mined, top1 = mine_examples(space, name_vectors, examples, query_vectors, config.hard_negatives)
         del name_vectors
-        append_log(log_path, {"step": step, "epoch": epoch, "mined": len(mined), "train_name_top1": round(top1, 4)})
+        run.log({"step": step, "epoch": epoch, "mined": len(mined), "train_name_top1": round(top1, 4)})
         generator = torch.Generator().manual_seed(config.seed * 1_000_003 + epoch)
         order = torch.randperm(len(mined), generator=generator).tolist()
         batches = [order[i : i + config.batch_size] for i in range(0, len(order), config.batch_size)]
         window, window_start = [], time.perf_counter()
         bar = tqdm(batches, desc=f"epoch {epoch + 1}/{config.epochs}", unit="step", disable=not config.progress, file=sys.stderr)
         for position, rows in enumerate(bar):
-            optimizer.zero_grad(set_to_none=True)
-            with precision.autocast():
-                loss = _batch_loss(model, tokenizer, [mined[i] for i in rows], config, device)
-            precision.backward(loss)
-            precision.step(optimizer)
+            batch = [mined[i] for i in rows]
+            with run.autocast():
+                vectors = _encode_batch(model, tokenizer, batch, config, device)
+            loss = _batch_loss(vectors, batch, config.temperature, device)
+            run.backward(loss)
+            run.update()
             step += 1
             window.append((float(loss.detach()), len(rows)))
             bar.set_postfix(loss=f"{window[-1][0]:.4f}")
             if step % config.log_every == 0 or position == len(batches) - 1:
                 now = time.perf_counter()
-                append_log(log_path, {
+                run.log({
                     "step": step,
                     "epoch": epoch,
                     "loss": round(sum(v for v, _ in window) / len(window), 6),
                     "mentions_per_s": round(sum(n for _, n in window) / max(now - window_start, 1e-9), 2),
-                    "elapsed": round(elapsed_before + now - started, 3),
+                    "elapsed": round(run.elapsed(), 3),
                 })
                 window, window_start = [], now
         bar.close()
-        elapsed = elapsed_before + time.perf_counter() - started
-        _save_checkpoint(output, model, tokenizer, optimizer, precision, config, epoch + 1, step, elapsed)
-
-    write_dir(output / "model", lambda folder: save_model(folder, model, tokenizer, config.pooling, config.max_length))
-    plot_loss(log_path, output / LOSS_PLOT, title="DHNS fine-tuning", ylabel="InfoNCE loss")
-    return output / "model"
-
-
-def _save_checkpoint(
-    output: Path, model, tokenizer, optimizer, precision: MixedPrecision, config: DhnsConfig, epoch: int, step: int, elapsed: float
-) -> None:
-    record = {"epoch": epoch, "step": step, "elapsed": elapsed, "config": dataclasses.asdict(config)}
-    states = rng_state()
-
-    def fill(folder: Path) -> None:
-        save_model(folder, model, tokenizer, config.pooling, config.max_length)
-        torch.save(optimizer.state_dict(), folder / "optimizer.pt")
-        precision.save(folder)
-        torch.save(states, folder / "rng.pt")
-        (folder / STATE_FILE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf8")
-
-    write_dir(output / "checkpoints" / "last", fill)
+        run.save_checkpoint({"epoch": epoch + 1, "step": step})
+    return run.finish(title="DHNS fine-tuning", ylabel="InfoNCE loss")

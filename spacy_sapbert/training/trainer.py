@@ -43,9 +43,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import math
-import os
 import sys
 import time
 import warnings
@@ -55,21 +53,17 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
-from ..encoder import POOLINGS, embed_texts, load_pretrained, resolve_device
+from ..encoder import POOLINGS, embed_texts, resolve_device
 from ..errors import SapbertError
 from ..extras import require
-from ..io import atomic_write_text
-from .checkpoints import (
-    STATE_FILE, MixedPrecision, append_log, find_checkpoint, plot_loss, require_at_least_one, restart_log, rng_state, save_model,
-    seed_everything, set_rng_state, write_dir,
-)
+from .checkpoints import find_checkpoint, plot_loss, require_at_least_one
+from .loop import Distributed, TrainingRun, TrainingWarning, distributed
+from .options import setting
 from .losses import MINER_DISTANCES, make_loss, make_miner, sap_loss
 from .pairs import PairsFile
 
 __all__ = ["TrainConfig", "TrainingWarning", "epoch_order", "find_checkpoint", "plot_loss", "train"]
 
-LOG_FILE = "train_log.jsonl"
-LOSS_PLOT = "loss.png"
 CONFIG_FILE = "train_config.json"
 # settings that change the training trajectory: a resumed run with other values is no continuation
 TRAJECTORY_KEYS = (
@@ -78,49 +72,40 @@ TRAJECTORY_KEYS = (
 )
 
 
-class TrainingWarning(UserWarning):
-    """Something about a training run that does not stop it (e.g. resuming with other settings)."""
-
-
 @dataclass
 class TrainConfig:
-    """Settings of a self-alignment pretraining run (defaults: the SapBERT paper).
+    """Settings of a self-alignment pretraining run (defaults: the SapBERT paper); each field's help
+    text is also its `train` command-line option's.
 
-    model: base encoder (folder or hub name). output: output folder. pairs: ``ID||name1||name2`` file.
-    batch_size: pairs per process and micro-batch. grad_accum: micro-batches per optimizer step.
-    epochs / max_steps: the run ends after `epochs` passes over the pairs or `max_steps` steps, whichever
-    comes first. alpha, beta, base: multi-similarity loss. margin, miner_distance, use_miner: hard
-    triplet mining. warmup_steps: linear learning-rate warm-up, then constant (the reference uses a
-    constant rate). encode_chunk: names per forward pass, length-sorted (cuts padding; the batch for
-    mining and the loss is still the whole micro-batch). checkpoint_every / log_every: in steps. device: auto, cpu, cuda[:N]. amp: mixed
-    precision, applied on CUDA only. progress: tqdm bar.
+    The run ends after `epochs` passes over the pairs or `max_steps` steps, whichever comes first.
+    `warmup_steps` of linear learning-rate warm-up, then constant (the reference uses a constant rate).
     """
 
-    model: str
-    output: str
-    pairs: str
-    batch_size: int = 256
-    lr: float = 2e-5
-    weight_decay: float = 0.01
-    epochs: int = 1
-    max_steps: Optional[int] = None
-    grad_accum: int = 1
-    max_length: int = 25
-    pooling: str = "cls"
-    alpha: float = 2.0
-    beta: float = 50.0
-    base: float = 0.5
-    margin: float = 0.2
-    miner_distance: str = "euclidean"
-    use_miner: bool = True
-    warmup_steps: int = 0
-    encode_chunk: int = 64
-    seed: int = 42
-    checkpoint_every: int = 1000
-    log_every: int = 10
-    device: str = "auto"
-    amp: bool = True
-    progress: bool = True
+    model: str = setting(help="Base encoder: local Hugging Face folder or hub name.")
+    output: str = setting(help="Output folder: model/, checkpoints/last/, train_log.jsonl, loss.png.")
+    pairs: str = setting(help="Pairs file ('ID||name1||name2' lines, from `pairs`).", argument=True)
+    batch_size: int = setting(256, help="Pairs per micro-batch and process.")
+    lr: float = setting(2e-5, help="AdamW learning rate.")
+    weight_decay: float = setting(0.01, help="AdamW weight decay.")
+    epochs: int = setting(1, help="Passes over the pairs.")
+    max_steps: Optional[int] = setting(None, help="Stop after this many optimizer steps (default: end of the epochs).")
+    grad_accum: int = setting(1, help="Micro-batches per optimizer step.")
+    max_length: int = setting(25, help="Word pieces per name.")
+    pooling: str = setting("cls", help="cls (SapBERT) or mean.")
+    alpha: float = setting(2.0, help="Multi-similarity loss alpha (positive pairs).")
+    beta: float = setting(50.0, help="Multi-similarity loss beta (negative pairs).")
+    base: float = setting(0.5, help="Multi-similarity loss base.")
+    margin: float = setting(0.2, help="Triplet miner margin.")
+    miner_distance: str = setting("euclidean", help="Miner distance: euclidean (on unit vectors, as SapBERT) or cosine.")
+    use_miner: bool = setting(True, help="Mine hard triplets (--no-use-miner: the loss sees all pairs).")
+    warmup_steps: int = setting(0, help="Linear learning-rate warm-up steps, then constant.")
+    encode_chunk: int = setting(64, help="Names per forward pass, sorted by length to cut padding (mining and the loss still see the whole micro-batch).")
+    seed: int = setting(42, help="Seed of the data order and of dropout.")
+    checkpoint_every: int = setting(1000, help="Write output/checkpoints/last every N steps.")
+    log_every: int = setting(10, help="Append to train_log.jsonl every N steps.")
+    device: str = setting("auto", help="auto (CUDA when present), cpu or cuda[:N].")
+    amp: bool = setting(True, help="Mixed precision (CUDA only).")
+    progress: bool = setting(True, help="Show a progress bar.")
 
     def validate(self) -> None:
         """Raise SapbertError naming the setting for an impossible value."""
@@ -177,48 +162,7 @@ def micro_batch(order: torch.Tensor, index: int, batch_size: int, rank: int, wor
 
 
 # ----------------------------------------------------------------------------------------------------
-# RNG states, checkpoints
-
-
-# ----------------------------------------------------------------------------------------------------
 # training
-
-
-@dataclass
-class _Dist:
-    rank: int = 0
-    world_size: int = 1
-    local_rank: int = 0
-    initialized_here: bool = False
-
-    @property
-    def main(self) -> bool:
-        return self.rank == 0
-
-
-def _init_distributed(device: torch.device) -> Tuple[_Dist, torch.device]:
-    world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    if world_size <= 1:
-        return _Dist(), device
-    import torch.distributed as dist
-
-    ctx = _Dist(int(os.environ.get("RANK", "0")), world_size, int(os.environ.get("LOCAL_RANK", "0")))
-    if device.type == "cuda":
-        device = torch.device("cuda", ctx.local_rank)
-        torch.cuda.set_device(device)
-    if not dist.is_initialized():
-        dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
-        ctx.initialized_here = True
-    ctx.rank, ctx.world_size = dist.get_rank(), dist.get_world_size()
-    return ctx, device
-
-
-def _freeze_unused(model) -> None:
-    """The pooler head gets no gradient from [CLS]/mean pooling of the last hidden state: freeze it so
-    that DistributedDataParallel does not wait for its gradients (its weights stay as they were)."""
-    pooler = getattr(model, "pooler", None)
-    if isinstance(pooler, torch.nn.Module):
-        pooler.requires_grad_(False)
 
 
 def _embed(model, tokenizer, batch: Sequence[Tuple[str, str, str]], config: TrainConfig, device):
@@ -260,71 +204,30 @@ def train(config: TrainConfig, resume: bool = False) -> Path:
     config.validate()
     for module in ("pytorch_metric_learning", "matplotlib"):  # before hours of training, not after
         require(module)
-    dist_ctx = _Dist()
     deterministic = torch.are_deterministic_algorithms_enabled()
     deterministic_warn = torch.is_deterministic_algorithms_warn_only_enabled()
     try:
-        dist_ctx, device = _init_distributed(resolve_device(config.device))
-        torch.use_deterministic_algorithms(True, warn_only=True)
-        return _train(config, resume, device, dist_ctx)
+        with distributed(resolve_device(config.device)) as (ctx, device):
+            torch.use_deterministic_algorithms(True, warn_only=True)
+            return _train(config, resume, device, ctx)
     finally:
         torch.use_deterministic_algorithms(deterministic, warn_only=deterministic_warn)
-        if dist_ctx.initialized_here:
-            import torch.distributed as dist
-
-            dist.destroy_process_group()
 
 
-def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: _Dist) -> Path:
-    import torch.distributed as dist
+def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: Distributed) -> Path:
     from tqdm import tqdm
 
-    output = Path(config.output)
-    checkpoint_dir = output / "checkpoints" / "last"
-    log_path = output / LOG_FILE
     pairs = PairsFile(config.pairs)  # validates every line first: errors name file and line
     try:
-        checkpoint = find_checkpoint(output) if resume else None
-        state: Optional[Dict[str, Any]] = None
-        if checkpoint is not None:
-            state = json.loads((checkpoint / STATE_FILE).read_text(encoding="utf8"))
-            _check_resume(config, state, ctx.world_size, len(pairs))
-        elif resume:
-            warnings.warn(f"no checkpoint in {output / 'checkpoints'}: training starts from {config.model}", TrainingWarning, stacklevel=3)
-
-        seed_everything(config.seed + ctx.rank)
-        tokenizer, model = load_pretrained(str(checkpoint) if checkpoint is not None else config.model)
-        _freeze_unused(model)
-        model.to(device)
-        model.train()
-        net = model
-        if ctx.world_size > 1:
-            from torch.nn.parallel import DistributedDataParallel
-
-            net = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
-        precision = MixedPrecision(device, config.amp)
-        optimizer = torch.optim.AdamW(
-            [p for p in model.parameters() if p.requires_grad], lr=config.lr, weight_decay=config.weight_decay
+        run = TrainingRun.start(
+            config, config_file=CONFIG_FILE, resume=resume, device=device, ctx=ctx, warmup_steps=config.warmup_steps
         )
-        warmup = config.warmup_steps
-        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / (warmup + 1)) if warmup else 1.0)
+        if run.checkpoint is not None:
+            _check_resume(config, run.state, ctx.world_size, len(pairs))
         miner = make_miner(config.margin, distance=config.miner_distance) if config.use_miner else None
         loss_fn = make_loss(config.alpha, config.beta, config.base)
-
-        global_step, epoch, step_in_epoch, elapsed_before = 0, 0, 0, 0.0
-        if checkpoint is not None and state is not None:
-            optimizer.load_state_dict(torch.load(checkpoint / "optimizer.pt", map_location=device, weights_only=True))
-            scheduler.load_state_dict(torch.load(checkpoint / "scheduler.pt", weights_only=True))
-            precision.load(checkpoint)
-            rng_states = torch.load(checkpoint / "rng.pt", weights_only=True)
-            if ctx.rank < len(rng_states):
-                set_rng_state(rng_states[ctx.rank])
-            global_step, epoch, step_in_epoch = state["step"], state["epoch"], state["step_in_epoch"]
-            elapsed_before = float(state.get("elapsed", 0.0))
-        if ctx.main:
-            output.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(output / CONFIG_FILE, json.dumps(config.to_dict(), indent=2) + "\n")
-            restart_log(log_path, global_step if checkpoint is not None else None)
+        global_step = run.state.get("step", 0)
+        epoch, step_in_epoch = run.state.get("epoch", 0), run.state.get("step_in_epoch", 0)
 
         global_batch = config.batch_size * ctx.world_size
         padded = len(pairs) + (-len(pairs)) % ctx.world_size
@@ -335,41 +238,19 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: _Dist) 
             total_steps = min(total_steps, config.max_steps)
 
         def save_checkpoint() -> None:
-            states = [rng_state()]
-            if ctx.world_size > 1:
-                gathered: List[Any] = [None] * ctx.world_size
-                dist.all_gather_object(gathered, states[0])
-                states = gathered
-            if ctx.main:
-                record = {
-                    "step": global_step,
-                    "epoch": epoch,
-                    "step_in_epoch": step_in_epoch,
-                    "steps_per_epoch": steps_per_epoch,
-                    "micro_batches_done": min(step_in_epoch * config.grad_accum, batches_per_epoch),
-                    "position": min(step_in_epoch * config.grad_accum * global_batch, padded),
-                    "world_size": ctx.world_size,
-                    "num_pairs": len(pairs),
-                    "elapsed": elapsed_before + time.perf_counter() - started,
-                    "config": config.to_dict(),
-                }
+            run.save_checkpoint({
+                "step": global_step,
+                "epoch": epoch,
+                "step_in_epoch": step_in_epoch,
+                "steps_per_epoch": steps_per_epoch,
+                "micro_batches_done": min(step_in_epoch * config.grad_accum, batches_per_epoch),
+                "position": min(step_in_epoch * config.grad_accum * global_batch, padded),
+                "num_pairs": len(pairs),
+            })
 
-                def fill(folder: Path) -> None:
-                    save_model(folder, model, tokenizer, config.pooling, config.max_length)
-                    torch.save(optimizer.state_dict(), folder / "optimizer.pt")
-                    torch.save(scheduler.state_dict(), folder / "scheduler.pt")
-                    precision.save(folder)
-                    torch.save(states, folder / "rng.pt")
-                    (folder / STATE_FILE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf8")
-
-                write_dir(checkpoint_dir, fill)
-            if ctx.world_size > 1:
-                dist.barrier()
-
-        started = time.perf_counter()
         run_pairs = 0
-        window_loss, window_count, window_pairs, window_start = 0.0, 0, 0, started
-        last_checkpoint = global_step if checkpoint is not None else -1
+        window_loss, window_count, window_pairs, window_start = 0.0, 0, 0, run.started
+        last_checkpoint = global_step if run.checkpoint is not None else -1
         bar = tqdm(total=total_steps, initial=global_step, desc="sap training", unit="step",
                    disable=not (config.progress and ctx.main), file=sys.stderr, dynamic_ncols=True)
         order: Optional[torch.Tensor] = None
@@ -382,46 +263,36 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: _Dist) 
                 order, order_epoch = epoch_order(len(pairs), ctx.world_size, config.seed, epoch), epoch
             first = step_in_epoch * config.grad_accum
             micro = list(range(first, min(first + config.grad_accum, batches_per_epoch)))
-            optimizer.zero_grad(set_to_none=True)
             step_loss = 0.0
             for position, index in enumerate(micro):
                 batch = pairs.batch(micro_batch(order, index, config.batch_size, ctx.rank, ctx.world_size))
                 last = position == len(micro) - 1
-                sync = net.no_sync() if ctx.world_size > 1 and not last else contextlib.nullcontext()
+                sync = run.net.no_sync() if ctx.world_size > 1 and not last else contextlib.nullcontext()
                 with sync:
-                    with precision.autocast():
-                        embeddings, labels = _embed(net, tokenizer, batch, config, device)
+                    with run.autocast():
+                        embeddings, labels = _embed(run.net, run.tokenizer, batch, config, device)
                     loss = sap_loss(embeddings, labels, miner, loss_fn) / len(micro)
-                    precision.backward(loss)
+                    run.backward(loss)
                 step_loss += float(loss.detach())
                 run_pairs += len(batch) * ctx.world_size
                 window_pairs += len(batch) * ctx.world_size
-            precision.step(optimizer)
-            scheduler.step()
+            run.update()
             global_step += 1
             step_in_epoch += 1
             window_loss += step_loss
             window_count += 1
             now = time.perf_counter()
-            pairs_per_s = run_pairs / max(now - started, 1e-9)
             bar.update(1)
-            bar.set_postfix(loss=f"{step_loss:.4f}", pairs_s=f"{pairs_per_s:.0f}")
+            bar.set_postfix(loss=f"{step_loss:.4f}", pairs_s=f"{run_pairs / max(now - run.started, 1e-9):.0f}")
             if global_step % config.log_every == 0 or global_step == total_steps:
-                mean_loss = window_loss / window_count
-                if ctx.world_size > 1:
-                    value = torch.tensor([mean_loss], dtype=torch.float64, device=device)
-                    dist.all_reduce(value)
-                    mean_loss = float(value.item()) / ctx.world_size
-                if ctx.main:
-                    entry = {
-                        "step": global_step,
-                        "epoch": epoch,
-                        "loss": round(mean_loss, 6),
-                        "pairs_per_s": round(window_pairs / max(now - window_start, 1e-9), 2),
-                        "lr": scheduler.get_last_lr()[0],
-                        "elapsed": round(elapsed_before + now - started, 3),
-                    }
-                    append_log(log_path, entry)
+                run.log({
+                    "step": global_step,
+                    "epoch": epoch,
+                    "loss": round(run.mean_over_ranks(window_loss / window_count), 6),
+                    "pairs_per_s": round(window_pairs / max(now - window_start, 1e-9), 2),
+                    "lr": run.lr,
+                    "elapsed": round(run.elapsed(), 3),
+                })
                 window_loss, window_count, window_pairs, window_start = 0.0, 0, 0, now
             if global_step % config.checkpoint_every == 0 or global_step == total_steps:
                 save_checkpoint()
@@ -429,13 +300,6 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: _Dist) 
         bar.close()
         if last_checkpoint != global_step:
             save_checkpoint()
-
-        model_dir = output / "model"
-        if ctx.main:
-            write_dir(model_dir, lambda folder: save_model(folder, model, tokenizer, config.pooling, config.max_length))
-            plot_loss(log_path, output / LOSS_PLOT)
-        if ctx.world_size > 1:
-            dist.barrier()
-        return model_dir
+        return run.finish(title="self-alignment pretraining", ylabel="multi-similarity loss")
     finally:
         pairs.close()

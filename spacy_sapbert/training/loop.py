@@ -1,0 +1,290 @@
+"""The training run shared by the SAP and DHNS trainers: device and processes, model and optimizer,
+mixed precision, checkpoints and resume, the JSON-lines log and the loss plot.
+
+A trainer opens a ``TrainingRun`` in its output folder and writes only its own loop (what a batch is,
+what the loss is, when to checkpoint)::
+
+    run = TrainingRun.start(config, config_file="train_config.json", resume=resume)
+    for batch in ...:
+        with run.autocast():
+            vectors = encode(run.net, run.tokenizer, batch)   # forward pass under fp16 autocast on CUDA
+        run.backward(loss(vectors))                           # the loss itself in float32
+        run.update()                                          # optimizer (+ gradient scaler) and scheduler
+        run.log({...}); run.save_checkpoint({...})
+    run.finish(title=..., ylabel=...)                         # output/model and output/loss.png
+
+Output folder: ``model/`` (Hugging Face folder with sentence-transformers' pooling files),
+``checkpoints/last/`` (model, optimizer.pt, scheduler.pt, scaler.pt, rng.pt with the RNG states of
+every rank, trainer_state.json), ``train_log.jsonl`` and the config file; on resume the log is cut
+back to the checkpoint's step. Under ``torchrun`` (WORLD_SIZE > 1) the process group is initialised
+(gloo on CPU, nccl on CUDA) when the trainer asks for it, the model is wrapped in
+DistributedDataParallel, and only rank 0 writes.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Protocol
+
+import torch
+
+from ..encoder import load_pretrained, resolve_device
+from ..io import atomic_write_text
+from .checkpoints import (
+    STATE_FILE, MixedPrecision, append_log, find_checkpoint, plot_loss, restart_log, rng_state, save_model,
+    seed_everything, set_rng_state, write_dir,
+)
+
+__all__ = ["Distributed", "RunConfig", "TrainingRun", "TrainingWarning", "distributed"]
+
+
+class TrainingWarning(UserWarning):
+    """Something about a training run that does not stop it (e.g. resuming with other settings)."""
+
+
+class RunConfig(Protocol):
+    """The settings every trainer's config has (TrainConfig, DhnsConfig)."""
+
+    model: str
+    output: str
+    lr: float
+    weight_decay: float
+    seed: int
+    pooling: str
+    max_length: int
+    device: str
+    amp: bool
+
+
+@dataclass
+class Distributed:
+    """This process's place among the training processes (one process: rank 0 of 1)."""
+
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+
+class distributed:
+    """Context manager: the process group under torchrun (WORLD_SIZE > 1), else one process.
+
+    ``with distributed(device) as (ctx, device):`` initialises gloo (CPU) or nccl (CUDA, one GPU per
+    local rank) and destroys the group on exit if it was initialised here.
+    """
+
+    def __init__(self, device: torch.device):
+        self.device = device
+        self.initialized_here = False
+
+    def __enter__(self):
+        world_size = int(os.environ.get("WORLD_SIZE", "1"))
+        if world_size <= 1:
+            return Distributed(), self.device
+        import torch.distributed as dist
+
+        ctx = Distributed(int(os.environ.get("RANK", "0")), world_size, int(os.environ.get("LOCAL_RANK", "0")))
+        device = self.device
+        if device.type == "cuda":
+            device = torch.device("cuda", ctx.local_rank)
+            torch.cuda.set_device(device)
+        if not dist.is_initialized():
+            dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
+            self.initialized_here = True
+        ctx.rank, ctx.world_size = dist.get_rank(), dist.get_world_size()
+        return ctx, device
+
+    def __exit__(self, *exc) -> None:
+        if self.initialized_here:
+            import torch.distributed as dist
+
+            dist.destroy_process_group()
+
+
+def _constant_after_warmup(warmup_steps: int) -> Callable[[int], float]:
+    return lambda step: min(1.0, (step + 1) / (warmup_steps + 1)) if warmup_steps else 1.0
+
+
+def _freeze_unused(model) -> None:
+    """The pooler head gets no gradient from [CLS]/mean pooling of the last hidden state: freeze it so
+    that DistributedDataParallel does not wait for its gradients (AdamW skips parameters without a
+    gradient anyway, so one process trains exactly as before)."""
+    pooler = getattr(model, "pooler", None)
+    if isinstance(pooler, torch.nn.Module):
+        pooler.requires_grad_(False)
+
+
+class TrainingRun:
+    """One run in ``config.output``: built by ``start``, which restores everything from the last
+    checkpoint when resuming (on CPU a resumed run ends with the weights of an uninterrupted one)."""
+
+    def __init__(
+        self, config: RunConfig, config_file: str, device: torch.device, ctx: Distributed, warmup_steps: int = 0,
+        freeze_pooler: bool = True,
+    ):
+        self.config = config
+        self.warmup_steps = warmup_steps
+        self.freeze_pooler = freeze_pooler
+        self.config_file = config_file
+        self.device = device
+        self.ctx = ctx
+        self.output = Path(config.output)
+        self.log_path = self.output / "train_log.jsonl"
+        self.checkpoint: Optional[Path] = None
+        self.state: Dict[str, Any] = {}
+        self.tokenizer = self.model = self.net = self.optimizer = self.scheduler = None
+        self.precision = MixedPrecision(device, config.amp)
+        self.started = time.perf_counter()
+        self.elapsed_before = 0.0
+
+    @classmethod
+    def start(
+        cls, config: RunConfig, *, config_file: str, resume: bool, device: Optional[torch.device] = None,
+        ctx: Optional[Distributed] = None, warmup_steps: int = 0, freeze_pooler: bool = True,
+    ) -> "TrainingRun":
+        """Seed, load the model (from the checkpoint when resuming), build AdamW and a constant
+        learning rate after `warmup_steps`, restore their states, write the config file and (re)start
+        the log. `ctx` and `device` come from `distributed` for multi-process runs. freeze_pooler:
+        leave the unused pooler head out of the optimizer (needed by DistributedDataParallel)."""
+        device = device if device is not None else resolve_device(config.device)
+        run = cls(config, config_file, device, ctx or Distributed(), warmup_steps, freeze_pooler)
+        if resume:
+            run.checkpoint = find_checkpoint(run.output)
+            if run.checkpoint is None:
+                warnings.warn(
+                    f"no checkpoint in {run.output / 'checkpoints'}: training starts from {config.model}", TrainingWarning,
+                    stacklevel=3,
+                )
+            else:
+                run.state = json.loads((run.checkpoint / STATE_FILE).read_text(encoding="utf8"))
+        seed_everything(config.seed + run.ctx.rank)
+        run._load_model()
+        run._restore()
+        if run.ctx.main:
+            run.output.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(run.output / config_file, json.dumps(dataclasses.asdict(config), indent=2) + "\n")
+            restart_log(run.log_path, run.state.get("step", 0) if run.checkpoint is not None else None)
+        run.started = time.perf_counter()
+        return run
+
+    def _load_model(self) -> None:
+        self.tokenizer, self.model = load_pretrained(str(self.checkpoint or self.config.model))
+        if self.freeze_pooler:
+            _freeze_unused(self.model)
+        self.model.to(self.device)
+        self.model.train()
+        self.net = self.model
+        if self.ctx.world_size > 1:
+            from torch.nn.parallel import DistributedDataParallel
+
+            self.net = DistributedDataParallel(self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
+        self.optimizer = torch.optim.AdamW(
+            [p for p in self.model.parameters() if p.requires_grad], lr=self.config.lr, weight_decay=self.config.weight_decay
+        )
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, _constant_after_warmup(self.warmup_steps))
+
+    def _restore(self) -> None:
+        if self.checkpoint is None:
+            return
+        folder = self.checkpoint
+        self.optimizer.load_state_dict(torch.load(folder / "optimizer.pt", map_location=self.device, weights_only=True))
+        if (folder / "scheduler.pt").exists():  # DHNS checkpoints of 0.2 had none (constant rate)
+            self.scheduler.load_state_dict(torch.load(folder / "scheduler.pt", weights_only=True))
+        self.precision.load(folder)
+        states = torch.load(folder / "rng.pt", weights_only=True)
+        states = [states] if isinstance(states, dict) else states  # one process's state (DHNS of 0.2)
+        if self.ctx.rank < len(states):
+            set_rng_state(states[self.ctx.rank])
+        self.elapsed_before = float(self.state.get("elapsed", 0.0))
+
+    # ---------------------------------------------------------------------------------------------
+    # a step
+
+    def autocast(self):
+        """The forward pass's context: fp16 autocast on CUDA with `amp`, else nothing."""
+        return self.precision.autocast()
+
+    def backward(self, loss: torch.Tensor) -> None:
+        self.precision.backward(loss)
+
+    def update(self) -> None:
+        """Step the optimizer (through the gradient scaler) and the learning-rate schedule, then clear
+        the gradients for the next step."""
+        self.precision.step(self.optimizer)
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+
+    @property
+    def lr(self) -> float:
+        return self.scheduler.get_last_lr()[0]
+
+    def elapsed(self) -> float:
+        """Training seconds of the whole run, earlier sessions of a resumed run included."""
+        return self.elapsed_before + time.perf_counter() - self.started
+
+    # ---------------------------------------------------------------------------------------------
+    # what is written
+
+    def log(self, entry: Dict[str, Any]) -> None:
+        """Append one line to train_log.jsonl (rank 0)."""
+        if self.ctx.main:
+            append_log(self.log_path, entry)
+
+    def mean_over_ranks(self, value: float) -> float:
+        if self.ctx.world_size == 1:
+            return value
+        import torch.distributed as dist
+
+        tensor = torch.tensor([value], dtype=torch.float64, device=self.device)
+        dist.all_reduce(tensor)
+        return float(tensor.item()) / self.ctx.world_size
+
+    def save_checkpoint(self, record: Dict[str, Any]) -> None:
+        """checkpoints/last: model, optimizer, scheduler, scaler, every rank's RNG state, and `record`
+        (with `step`; `elapsed`, `world_size` and the config are added) as trainer_state.json."""
+        states: List[Any] = [rng_state()]
+        if self.ctx.world_size > 1:
+            import torch.distributed as dist
+
+            gathered: List[Any] = [None] * self.ctx.world_size
+            dist.all_gather_object(gathered, states[0])
+            states = gathered
+        if self.ctx.main:
+            record = dict(record, elapsed=self.elapsed(), world_size=self.ctx.world_size, config=dataclasses.asdict(self.config))
+
+            def fill(folder: Path) -> None:
+                self._save_model(folder)
+                torch.save(self.optimizer.state_dict(), folder / "optimizer.pt")
+                torch.save(self.scheduler.state_dict(), folder / "scheduler.pt")
+                self.precision.save(folder)
+                torch.save(states, folder / "rng.pt")
+                (folder / STATE_FILE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf8")
+
+            write_dir(self.output / "checkpoints" / "last", fill)
+        self.barrier()
+
+    def finish(self, title: str, ylabel: str) -> Path:
+        """Write output/model and the loss plot (rank 0); the model folder."""
+        model_dir = self.output / "model"
+        if self.ctx.main:
+            write_dir(model_dir, self._save_model)
+            plot_loss(self.log_path, self.output / "loss.png", title=title, ylabel=ylabel)
+        self.barrier()
+        return model_dir
+
+    def barrier(self) -> None:
+        if self.ctx.world_size > 1:
+            import torch.distributed as dist
+
+            dist.barrier()
+
+    def _save_model(self, folder: Path) -> None:
+        save_model(folder, self.model, self.tokenizer, self.config.pooling, self.config.max_length)
