@@ -5,7 +5,8 @@
 #      the two temperatures here (the only place where anything is chosen).
 #   2. NCBI-disease test, once: memory = train + dev mentions, the settings of step 1.
 #   3. BC5CDR-disease dev: memory = BC5CDR train disease mentions, the settings of step 1.
-# Usage: benchmarks/knn_table.sh SAP_MODEL DHNS_MODEL [POOLING] [OUT_DIR]   (DATA defaults to ../shared/data)
+# Usage: benchmarks/knn_table.sh SAP_MODEL DHNS_MODEL [POOLING] [OUT_DIR]   (DATA defaults to ../shared/data;
+# CACHE=DIR keeps the encoded vocabulary between the runs of one model: evaluate --cache-dir)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -15,9 +16,11 @@ DHNS=$2
 POOLING=${3:-mean}
 OUT=${4:-benchmarks/results/knn}
 mkdir -p "$OUT"
+cache_args=()
+[ -n "${CACHE:-}" ] && cache_args+=(--cache-dir "$CACHE")
 NCBI=$DATA/ncbi-disease; MEDIC=$DATA/medic/medic_06Jul2012.txt; CDR=$DATA/bc5cdr; SPELL=$DATA/medic/ncbi-spell-check.txt
 
-run() { name=$1; shift; "$PY" -m spacy_sapbert evaluate "$@" --pooling "$POOLING" --protocol strict --title "$name" \
+run() { name=$1; shift; "$PY" -m spacy_sapbert evaluate "$@" --pooling "$POOLING" --protocol strict --title "$name" "${cache_args[@]}" \
           --output "$OUT/$name.json" --plot "$OUT/$name.png" | tee "$OUT/$name.md"; }
 
 for system in sap dhns; do

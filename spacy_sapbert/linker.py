@@ -1,6 +1,7 @@
 """The `sapbert_linker` spaCy component: links doc.ents to concept ids by nearest-neighbour search."""
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -23,6 +24,7 @@ from .normalizer import Normalizer
 from .preprocess import gold_ids
 from .readers.dictionary import read_spell_check
 from .scoring import score_sapbert_links
+from .vector_cache import VectorCache
 
 ENCODER_DIR, INDEX_DIR, MEMORY_DIR, CFG_FILE = "encoder", "index", "memory", "cfg"
 DEFAULT_MODEL = "cambridgeltl/SapBERT-from-PubMedBERT-fulltext"
@@ -48,14 +50,43 @@ DEFAULT_CONFIG = {
     "concept_temperature": 0.01,
     "memory_temperature": 1.0,
     "memory_mixture": "published",
+    "vector_cache_size": 20000,
     "scorer": {"@scorers": "spacy-sapbert.linker_scorer.v1"},
 }
 
 
+def _kb_ents_key(span: Span) -> Tuple[str, str, int, int]:
+    return ("._.", "kb_ents", span.start_char, span.end_char)  # where spaCy keeps a plain extension's value
+
+
+def _get_kb_ents(span: Span) -> Optional[List[Candidate]]:
+    value = span.doc.user_data.get(_kb_ents_key(span))
+    # Doc.to_bytes (DocBin, nlp.pipe(n_process=N)) stores values with msgpack, which returns lists: give tuples back
+    return None if value is None else [tuple(candidate) for candidate in value]
+
+
+def _set_kb_ents(span: Span, value: Optional[List[Candidate]]) -> None:
+    span.doc.user_data[_kb_ents_key(span)] = value
+
+
 def install_extensions() -> None:
-    """`span._.kb_ents`: [(concept id, score), ...] best first; None on spans the linker did not see."""
+    """`span._.kb_ents`: [(concept id, score), ...] best first; None on spans the linker did not see.
+    The same after Doc.to_bytes/from_bytes, DocBin and nlp.pipe(n_process=N) as in the process that linked."""
     if not Span.has_extension("kb_ents"):
-        Span.set_extension("kb_ents", default=None)
+        Span.set_extension("kb_ents", getter=_get_kb_ents, setter=_set_kb_ents)
+
+
+def _one_thread_in_forked_child() -> None:
+    """A process forked from one that ran torch on several threads hangs at its first parallel region
+    (the OpenMP pool does not survive fork): spaCy's nlp.pipe(n_process=N) forks, so each child
+    encodes on one thread, as spaCy advises for multiprocessing."""
+    import torch
+
+    torch.set_num_threads(1)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_one_thread_in_forked_child)
 
 
 @Language.factory(
@@ -88,6 +119,7 @@ def make_sapbert_linker(
     concept_temperature: float,
     memory_temperature: float,
     memory_mixture: str,
+    vector_cache_size: int,
     scorer: Optional[Callable],
 ) -> "SapbertLinker":
     return SapbertLinker(
@@ -113,6 +145,7 @@ def make_sapbert_linker(
         concept_temperature=concept_temperature,
         memory_temperature=memory_temperature,
         memory_mixture=memory_mixture,
+        vector_cache_size=vector_cache_size,
         scorer=scorer,
     )
 
@@ -154,11 +187,13 @@ class SapbertLinker(Pipe):
         concept_temperature: float = 0.01,
         memory_temperature: float = 1.0,
         memory_mixture: str = "published",
+        vector_cache_size: int = 20000,
         scorer: Optional[Callable] = score_sapbert_links,
     ):
         check_config(
             k=k, max_entities_per_mention=max_entities_per_mention, batch_size=batch_size, max_length=max_length,
             pooling=pooling, index_type=index_type, threshold=threshold, normalize=normalize, device=device,
+            vector_cache_size=vector_cache_size,
         )
         self.vocab = vocab
         self.name = name
@@ -178,6 +213,7 @@ class SapbertLinker(Pipe):
         self.encoder: Optional[Encoder] = None
         self.index: Optional[ConceptIndex] = None
         self.memory: Optional[MentionMemory] = None
+        self.vector_cache = VectorCache(vector_cache_size)
         install_extensions()
 
     @property
@@ -304,7 +340,10 @@ class SapbertLinker(Pipe):
         """For normalized strings: the concept index's top-`k` and, while the memory is active, the
         memory's top-`memory_k` neighbours (else None), from one encoding. Nothing is filtered or mixed."""
         index = self._require_index()
-        vectors = self._require_encoder().encode(list(keys), progress=len(keys) > 5000)
+        encoder = self._require_encoder()
+        vectors = self.vector_cache.vectors(
+            list(keys), encoder_settings(encoder), lambda missing: encoder.encode(missing, progress=len(missing) > 5000)
+        )
         concept_hits = index.search(vectors, self.k)
         return concept_hits, (self.memory.search(vectors, memory_k) if self.memory_active else None)
 
@@ -528,11 +567,14 @@ def check_config(
     threshold: float,
     normalize: bool,
     device: str,
+    vector_cache_size: int,
 ) -> None:
     """Refuse at `add_pipe` (not later, at `initialize`) the config values that can never work, naming the key."""
     for key, value in (("k", k), ("max_entities_per_mention", max_entities_per_mention), ("batch_size", batch_size)):
         if value < 1:
             raise SapbertError(f"sapbert_linker config key `{key}` must be at least 1, got {value}")
+    if vector_cache_size < 0:
+        raise SapbertError(f"sapbert_linker config key `vector_cache_size` must be >= 0 (0: no cache), got {vector_cache_size}")
     if max_length < 2:
         raise SapbertError(f"sapbert_linker config key `max_length` must leave room for [CLS] and [SEP] (at least 2), got {max_length}")
     if pooling not in POOLINGS:
