@@ -5,6 +5,7 @@ from setuptools import find_packages, setup
 # Optional libraries, imported lazily; a missing one is named with its extra (spacy_sapbert/extras.py).
 EVAL = ["matplotlib", "scikit-learn"]
 TRAIN = ["pytorch-metric-learning>=2.0", "matplotlib"]
+ONNX = ["onnxruntime>=1.17", "onnx>=1.16", "onnxscript>=0.5"]  # the onnx and onnx-int8 encoder backends
 
 setup(
     name="spacy-sapbert",
@@ -29,8 +30,9 @@ setup(
     extras_require={
         "eval": EVAL,
         "train": TRAIN,
-        "all": sorted(set(EVAL + TRAIN)),  # what every documented command needs (the README's first command installs it)
-        "test": ["pytest>=7", "build", "hypothesis>=6"] + sorted(set(EVAL + TRAIN)),
+        "onnx": ONNX,
+        "all": sorted(set(EVAL + TRAIN + ONNX)),  # what every documented command needs (the README's first command installs it)
+        "test": ["pytest>=7", "build", "hypothesis>=6"] + sorted(set(EVAL + TRAIN + ONNX)),
     },
     entry_points={
         "spacy_factories": [

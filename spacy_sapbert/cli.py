@@ -102,6 +102,7 @@ def build_index_command(
     max_length: int = typer.Option(25, help="Word pieces per name or mention."),
     batch_size: int = typer.Option(128, help="Names encoded per batch."),
     device: str = typer.Option("auto", help="auto (CUDA when present), cpu or cuda."),
+    backend: str = typer.Option("torch", help="How the encoder runs: torch, onnx or onnx-int8 (ONNX Runtime; the `onnx` extra)."),
     label: str = typer.Option("ENTITY", help="Entity label of the dictionary matcher; '' for no matcher (bring your own NER)."),
     lang: str = typer.Option("en", help="spaCy language of the blank pipeline."),
     strict: bool = typer.Option(True, help="Fail on a malformed vocabulary line (--no-strict skips and counts them)."),
@@ -128,6 +129,7 @@ def build_index_command(
         "max_length": max_length,
         "batch_size": batch_size,
         "device": device,
+        "backend": backend,
         "k": k,
         "threshold": threshold,
         "remove_punctuation": remove_punctuation,
@@ -287,6 +289,7 @@ def evaluate_command(
     max_length: int = typer.Option(25, help="Word pieces per name or mention."),
     batch_size: int = typer.Option(128, help="Strings per encoder batch."),
     device: str = typer.Option("auto", help="auto, cpu or cuda."),
+    backend: str = typer.Option("torch", help="How the encoder runs: torch, onnx or onnx-int8 (ONNX Runtime; the `onnx` extra)."),
     corpus_format: str = typer.Option("auto", help="pubtator, biosyn, xlbel or auto."),
     label: List[str] = typer.Option([], help="Only mentions with these labels (e.g. Disease, Chemical)."),
     train: List[Path] = typer.Option([], help="Training (and dev) corpora whose mentions the biosyn protocol adds as names."),
@@ -338,6 +341,7 @@ def evaluate_command(
         memory=memory,
         memory_settings=_read_memory_settings(memory_settings) if memory_settings else None,
         tune=tune_memory,
+        backend=backend,
     )
     if end_to_end:
         report["end_to_end"] = _end_to_end(end_to_end, corpus, label)

@@ -6,6 +6,7 @@ import importlib.util
 import json
 import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Iterator, List, Optional, Sequence, Tuple, Union
 
@@ -194,7 +195,12 @@ class Encoder:
         batch_size: int = 128,
         device: str = "auto",
         local_files_only: bool = False,
+        backend: str = "torch",
     ):
+        from .backends import BACKENDS
+
+        if backend not in BACKENDS:
+            raise EncoderLoadError(f"backend={backend!r} is not supported; choose one of {list(BACKENDS)}")
         if pooling not in POOLINGS:
             raise EncoderLoadError(f"pooling={pooling!r} is not supported; choose one of {list(POOLINGS)}")
         if max_length < 2:
@@ -207,6 +213,14 @@ class Encoder:
         self.tokenizer, self.model = load_pretrained(self.name, local_files_only=local_files_only)
         self.model.to(self.device)
         self.model.eval()
+        self.backend = backend
+        self.runtime = self.model  # what runs the forward pass: the torch model, or an ONNX Runtime session
+        self._onnx_dir: Optional[tempfile.TemporaryDirectory] = None
+        if backend != "torch":
+            from .backends import onnx_model_for
+
+            self._onnx_dir = tempfile.TemporaryDirectory(prefix="sapbert-onnx-")
+            self.runtime = onnx_model_for(self, backend, Path(self._onnx_dir.name))
 
     @property
     def dim(self) -> int:
@@ -222,14 +236,19 @@ class Encoder:
     def encode(self, texts: Sequence[str], batch_size: Optional[int] = None, progress: bool = False) -> numpy.ndarray:
         """float32 array (len(texts), dim), rows in the order of `texts` (`infer_vectors`)."""
         return infer_vectors(
-            self.model, self.tokenizer, texts, max_length=self.max_length, pooling=self.pooling, device=self.device,
+            self.runtime, self.tokenizer, texts, max_length=self.max_length, pooling=self.pooling, device=self.device,
             chunk_size=batch_size or self.batch_size, progress="encoding" if progress else None,
         )
 
     def save(self, folder: Union[str, Path]) -> None:
-        """Write weights, config and tokenizer as a Hugging Face folder."""
+        """Write weights, config and tokenizer as a Hugging Face folder, and the ONNX file of an ONNX
+        backend beside them (loaded again without export)."""
         self.model.save_pretrained(str(folder))
         self.tokenizer.save_pretrained(str(folder))
+        if self.backend != "torch":
+            from .backends import save_onnx
+
+            save_onnx(self, Path(folder))
 
 
 # The text whose word pieces stand for the tokenizer's settings in a fingerprint: case, accents,

@@ -634,12 +634,14 @@ def run_benchmark(
     memory: Sequence[Path] = (),
     memory_settings: Optional[MemorySettings] = None,
     tune: bool = False,
+    backend: str = "torch",
 ) -> dict:
     """Evaluate an encoder (and, with `baselines`, exact match, TF-IDF and the untuned encoder) on one corpus.
 
     `memory`: annotated corpora whose mentions fill a mention memory; the encoder is then also run
     with it (`memory_settings`, default the paper's), or, with `tune`, with the settings that
-    `tune_memory` finds best on this corpus (a dev set).
+    `tune_memory` finds best on this corpus (a dev set). `backend`: how the evaluated encoder runs
+    (torch, onnx, onnx-int8); the untuned baseline encoder runs on torch.
     """
     from .encoder import Encoder, default_pooling
     from .readers import read_vocabularies
@@ -663,15 +665,19 @@ def run_benchmark(
 
     vocabulary = vocabulary_hash(kb)  # of the concepts as read; the normalizer is part of the cache key
 
-    encoders: Dict[Tuple[str, str], Encoder] = {}
+    encoders: Dict[Tuple[str, str, str], Encoder] = {}
 
-    def encoder_retriever(name: str, model_name: str, model_pooling: str, memory_mentions=(), settings=None):
+    def encoder_retriever(
+        name: str, model_name: str, model_pooling: str, memory_mentions=(), settings=None, model_backend: str = "torch"
+    ):
         """A function dictionary -> LinkerRetriever; each model is loaded once."""
-        if (model_name, model_pooling) not in encoders:
-            encoders[model_name, model_pooling] = Encoder(
-                model_name, pooling=model_pooling, max_length=max_length, batch_size=batch_size, device=device
+        key = (model_name, model_pooling, model_backend)
+        if key not in encoders:
+            encoders[key] = Encoder(
+                model_name, pooling=model_pooling, max_length=max_length, batch_size=batch_size, device=device,
+                backend=model_backend,
             )
-        encoder = encoders[model_name, model_pooling]
+        encoder = encoders[key]
 
         def make(dictionary: Sequence[Concept]) -> LinkerRetriever:
             known = vocabulary if dictionary is concepts else None
@@ -680,8 +686,10 @@ def run_benchmark(
 
         return make
 
-    def encoder_system(name: str, model_name: str, model_pooling: str) -> System:
-        return System(name, encoder_retriever(name, model_name, model_pooling))
+    def encoder_system(name: str, model_name: str, model_pooling: str, model_backend: str = "torch") -> System:
+        return System(name, encoder_retriever(name, model_name, model_pooling, model_backend=model_backend))
+
+    label = model_label(model) + (f" ({backend})" if backend != "torch" else "") if model else ""
 
     def baseline_system(retriever_class) -> System:
         return System(retriever_class.name, lambda dictionary: NormalizedBaseline(retriever_class, normalizer, dictionary))
@@ -694,18 +702,18 @@ def run_benchmark(
                 pooling_ = baseline_pooling or default_pooling(baseline_model)
                 systems.append(encoder_system(f"untuned {model_label(baseline_model)}", baseline_model, pooling_))
         if model:
-            systems.append(encoder_system(model_label(model), model, pooling))
+            systems.append(encoder_system(label, model, pooling, backend))
         memory_report = None
         if model and memory_mentions:
             settings = memory_settings or MemorySettings()
             grid_rows: List[Dict[str, Any]] = []
             if tune:
-                tuning = encoder_retriever("tuning", model, pooling, memory_mentions, settings)(concepts)
+                tuning = encoder_retriever("tuning", model, pooling, memory_mentions, settings, backend)(concepts)
                 grid_rows = tune_memory(tuning, mentions, kb)
                 best = grid_rows[0]
                 settings = MemorySettings(**{key: best[key] for key in MEMORY_GRID})
-            name = f"{model_label(model)} + memory" + (" (tuned here)" if tune else "")
-            systems.append(System(name, encoder_retriever(name, model, pooling, memory_mentions, settings)))
+            name = f"{label} + memory" + (" (tuned here)" if tune else "")
+            systems.append(System(name, encoder_retriever(name, model, pooling, memory_mentions, settings, backend)))
             memory_report = {
                 "corpora": [str(p) for p in memory],
                 "n_entries": len(set(memory_mentions)),

@@ -12,6 +12,9 @@ OPTIONAL = {
     "matplotlib": ("matplotlib", "eval"),
     "pytorch_metric_learning": ("pytorch-metric-learning", "train"),
     "hypothesis": ("hypothesis", "test"),
+    "onnxruntime": ("onnxruntime", "onnx"),
+    "onnx": ("onnx", "onnx"),
+    "onnxscript": ("onnxscript", "onnx"),
 }
 
 

@@ -28,13 +28,19 @@ Candidate = Tuple[str, float]
 
 # What decides the meaning of a set of name vectors besides the names, in the order they are checked:
 # the encoder (weights and tokenizer), its pooling and truncation, and the name normalization.
-VECTOR_SETTINGS = ("encoder_fingerprint", "pooling", "max_length", "lowercase", "remove_punctuation", "spell_check", "normalize")
-ENCODER_SETTINGS = VECTOR_SETTINGS[:3]
+# The backend (torch, onnx, onnx-int8) runs the same weights, but int8 codes move the vectors.
+ENCODER_SETTINGS = ("encoder_fingerprint", "backend", "pooling", "max_length")
+VECTOR_SETTINGS = ENCODER_SETTINGS + ("lowercase", "remove_punctuation", "spell_check", "normalize")
+# what a setting was before it was recorded (indexes and memories of 0.2.0 say nothing of the backend)
+UNRECORDED = {"backend": "torch"}
 
 
 def encoder_settings(encoder) -> Dict[str, Any]:
-    """The encoder part of VECTOR_SETTINGS of an `Encoder`: its fingerprint, pooling and max_length."""
-    return {"encoder_fingerprint": encoder.fingerprint, "pooling": encoder.pooling, "max_length": encoder.max_length}
+    """The encoder part of VECTOR_SETTINGS of an `Encoder`: its fingerprint, backend, pooling and max_length."""
+    return {
+        "encoder_fingerprint": encoder.fingerprint, "backend": encoder.backend, "pooling": encoder.pooling,
+        "max_length": encoder.max_length,
+    }
 
 
 def check_vector_settings(
@@ -53,6 +59,7 @@ def check_vector_settings(
     """
     for key in VECTOR_SETTINGS:
         was, now = recorded.get(key), current.get(key)
+        was = UNRECORDED.get(key) if was is None else was
         if was == now:
             continue
         if key == "encoder_fingerprint":

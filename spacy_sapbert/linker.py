@@ -15,6 +15,7 @@ from spacy.training import Example
 from spacy.util import minibatch
 import spacy.util
 
+from .backends import BACKENDS
 from .encoder import POOLINGS, Encoder, resolve_device
 from .errors import IndexFormatError, NotInitializedError, SapbertError
 from .index import INDEX_TYPES, Candidate, ConceptIndex, check_vector_settings, encoder_settings
@@ -35,6 +36,7 @@ DEFAULT_CONFIG = {
     "max_length": 25,
     "batch_size": 128,
     "device": "auto",
+    "backend": "torch",
     "k": 10,
     "max_entities_per_mention": 5,
     "threshold": 0.0,
@@ -104,6 +106,7 @@ def make_sapbert_linker(
     max_length: int,
     batch_size: int,
     device: str,
+    backend: str,
     k: int,
     max_entities_per_mention: int,
     threshold: float,
@@ -130,6 +133,7 @@ def make_sapbert_linker(
         max_length=max_length,
         batch_size=batch_size,
         device=device,
+        backend=backend,
         k=k,
         max_entities_per_mention=max_entities_per_mention,
         threshold=threshold,
@@ -172,6 +176,7 @@ class SapbertLinker(Pipe):
         max_length: int = 25,
         batch_size: int = 128,
         device: str = "auto",
+        backend: str = "torch",
         k: int = 10,
         max_entities_per_mention: int = 5,
         threshold: float = 0.0,
@@ -193,12 +198,14 @@ class SapbertLinker(Pipe):
         check_config(
             k=k, max_entities_per_mention=max_entities_per_mention, batch_size=batch_size, max_length=max_length,
             pooling=pooling, index_type=index_type, threshold=threshold, normalize=normalize, device=device,
-            vector_cache_size=vector_cache_size,
+            vector_cache_size=vector_cache_size, backend=backend,
         )
         self.vocab = vocab
         self.name = name
         self.model = model
-        self.encoder_options = {"pooling": pooling, "max_length": max_length, "batch_size": batch_size, "device": device}
+        self.encoder_options = {
+            "pooling": pooling, "max_length": max_length, "batch_size": batch_size, "device": device, "backend": backend,
+        }
         self.k = k
         self.max_entities_per_mention = max_entities_per_mention
         self.threshold = threshold
@@ -497,6 +504,7 @@ class SapbertLinker(Pipe):
         fingerprint (None without one), pooling, max_length, the normalizer's settings and normalize."""
         return {
             "encoder_fingerprint": self.encoder.fingerprint if self.encoder is not None else None,
+            "backend": self.encoder_options["backend"],
             "pooling": self.encoder_options["pooling"],
             "max_length": self.encoder_options["max_length"],
             **self.normalizer.settings(),
@@ -568,11 +576,14 @@ def check_config(
     normalize: bool,
     device: str,
     vector_cache_size: int,
+    backend: str,
 ) -> None:
     """Refuse at `add_pipe` (not later, at `initialize`) the config values that can never work, naming the key."""
     for key, value in (("k", k), ("max_entities_per_mention", max_entities_per_mention), ("batch_size", batch_size)):
         if value < 1:
             raise SapbertError(f"sapbert_linker config key `{key}` must be at least 1, got {value}")
+    if backend not in BACKENDS:
+        raise SapbertError(f"sapbert_linker config key `backend` is {backend!r}; choose one of {list(BACKENDS)}")
     if vector_cache_size < 0:
         raise SapbertError(f"sapbert_linker config key `vector_cache_size` must be >= 0 (0: no cache), got {vector_cache_size}")
     if max_length < 2:

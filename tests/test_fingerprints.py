@@ -250,7 +250,7 @@ def test_a_cached_index_under_the_wrong_key_is_refused(tiny_bert, toy_concepts, 
     [mean_dir] = list(cache.iterdir())
     encoder = Encoder(tiny_bert, device="cpu")
     key = evaluation.index_cache_key(
-        {"encoder_fingerprint": encoder.fingerprint, "pooling": "cls", "max_length": 25, **Normalizer().settings(), "normalize": True},
+        {**evaluation.encoder_settings(encoder), **Normalizer().settings(), "normalize": True},
         evaluation.vocabulary_hash(evaluation.KnowledgeBase(toy_concepts)),
     )
     shutil.copytree(mean_dir, cache / key)

@@ -1,0 +1,184 @@
+"""Inference backends of the encoder: torch (default), ONNX Runtime (`onnx`) and its int8 dynamic
+quantization (`onnx-int8`).
+
+An ONNX backend runs the same tokenizer, length-sorted chunks and pooling as torch (`pooled_chunks`);
+only the transformer's forward pass moves to ONNX Runtime. The model is exported once from the torch
+weights (torch.onnx's dynamo exporter, dynamic batch and sequence axes) and saved beside them in the
+encoder folder, so a saved or packaged pipeline loads it without exporting again:
+
+    model.onnx / model-int8.onnx    the exported (and quantized) graph, weights inside
+    onnx_export.json                the torch encoder's fingerprint each file was made from
+
+A file made from other weights than the folder's torch weights is refused (never silently other vectors).
+Needs the `onnx` extra (onnxruntime, onnx, onnxscript).
+"""
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import json
+import logging
+import shutil
+import warnings
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Dict, Optional
+
+import numpy
+import torch
+
+from .errors import EncoderLoadError
+from .extras import require
+from .io import atomic_write, atomic_write_text
+
+__all__ = ["BACKENDS", "EXPORT_META", "ONNX_FILES", "OnnxModel", "export_onnx", "onnx_model_for", "save_onnx", "saved_onnx"]
+
+BACKENDS = ("torch", "onnx", "onnx-int8")
+ONNX_FILES = {"onnx": "model.onnx", "onnx-int8": "model-int8.onnx"}
+EXPORT_META = "onnx_export.json"
+INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
+OPSET = 18
+
+
+class _LastHiddenState(torch.nn.Module):
+    """The transformer's forward pass with tensors in and the last hidden state out (what ONNX exports)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, attention_mask, token_type_ids=None):
+        extra = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
+        return self.model(input_ids=input_ids, attention_mask=attention_mask, **extra).last_hidden_state
+
+
+@contextlib.contextmanager
+def _quiet(*loggers: str):
+    """Exporters and quantizers log advice meant for their own developers: keep it below ERROR out."""
+    saved = [(logging.getLogger(name), logging.getLogger(name).level) for name in loggers]
+    for logger, _ in saved:
+        logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for logger, level in saved:
+            logger.setLevel(level)
+
+
+def _read_meta(folder: Path) -> Dict[str, str]:
+    path = folder / EXPORT_META
+    return json.loads(path.read_text(encoding="utf8")) if path.is_file() else {}
+
+
+def _export_fp32(model, tokenizer, target: Path) -> None:
+    require("onnxscript")  # torch.onnx's dynamo exporter; named here so a missing one names the extra
+    require("onnx")
+    model = copy.deepcopy(model).to("cpu").eval()
+    example = tokenizer(["heart failure", "an example name of a disease"], padding=True, return_tensors="pt")
+    names = [name for name in INPUT_NAMES if name in example]
+    batch, seq = torch.export.Dim("batch"), torch.export.Dim("sequence", min=2, max=4096)
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), _quiet("torch.onnx", "torch.export"):
+        warnings.simplefilter("ignore")
+        program = torch.onnx.export(
+            _LastHiddenState(model), tuple(example[name] for name in names), dynamo=True, opset_version=OPSET,
+            input_names=names, output_names=["last_hidden_state"],
+            dynamic_shapes={name: {0: batch, 1: seq} for name in names}, verbose=False,
+        )
+    atomic_write(target, lambda tmp: program.save(str(tmp), external_data=False))
+
+
+def _quantize_int8(source: Path, target: Path) -> None:
+    quantization = require("onnxruntime.quantization")
+    with _quiet("", "onnxruntime"):  # quantize_dynamic advises pre-processing on the root logger
+        atomic_write(target, lambda tmp: quantization.quantize_dynamic(
+            str(source), str(tmp), weight_type=quantization.QuantType.QInt8
+        ))
+
+
+def export_onnx(model, tokenizer, folder: Path, backend: str, fingerprint: str) -> Path:
+    """Write the ONNX file of `backend` (and, for int8, the float32 file it is quantized from) into
+    `folder`, recording `fingerprint` (the torch encoder's) in onnx_export.json; its path."""
+    folder = Path(folder)
+    meta = _read_meta(folder)
+    fp32 = folder / ONNX_FILES["onnx"]
+    if meta.get(fp32.name) != fingerprint or not fp32.is_file():
+        _export_fp32(model, tokenizer, fp32)
+        meta[fp32.name] = fingerprint
+    if backend == "onnx-int8":
+        int8 = folder / ONNX_FILES["onnx-int8"]
+        _quantize_int8(fp32, int8)
+        meta[int8.name] = fingerprint
+    atomic_write_text(folder / EXPORT_META, json.dumps(meta, indent=2) + "\n")
+    return folder / ONNX_FILES[backend]
+
+
+def saved_onnx(folder: Path, backend: str, fingerprint: str) -> Optional[Path]:
+    """The ONNX file of `backend` saved in an encoder folder, or None; a file exported from other torch
+    weights than `fingerprint` is an EncoderLoadError naming it."""
+    path = Path(folder) / ONNX_FILES[backend]
+    if not path.is_file():
+        return None
+    made_from = _read_meta(Path(folder)).get(path.name)
+    if made_from != fingerprint:
+        raise EncoderLoadError(
+            f"{path} was exported from the encoder of fingerprint {made_from!r}, but the torch weights beside it have "
+            f"fingerprint {fingerprint!r}; delete it (it is exported again) or restore the weights it came from"
+        )
+    return path
+
+
+class OnnxModel:
+    """An ONNX Runtime session that stands in for a Hugging Face model in `pooled_chunks`: called with the
+    tokenizer's tensors, it returns an object with `last_hidden_state`; `config.hidden_size` as the model's."""
+
+    def __init__(self, path: Path, hidden_size: int, device: torch.device):
+        ort = require("onnxruntime")
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = torch.get_num_threads()  # the process's torch setting (one per nlp.pipe child)
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        providers = ["CPUExecutionProvider"]
+        if device.type == "cuda":
+            if "CUDAExecutionProvider" not in ort.get_available_providers():
+                raise EncoderLoadError(
+                    "device is CUDA but this onnxruntime has no CUDAExecutionProvider: pip install onnxruntime-gpu, "
+                    "or use backend='torch' on the GPU"
+                )
+            providers = [("CUDAExecutionProvider", {"device_id": device.index or 0})]
+        self.path = Path(path)
+        self.session = ort.InferenceSession(str(path), options, providers=providers)
+        self.input_names = [i.name for i in self.session.get_inputs()]
+        self.config = SimpleNamespace(hidden_size=hidden_size)
+        self.device = device
+
+    def __call__(self, **batch: torch.Tensor) -> SimpleNamespace:
+        feeds = {name: batch[name].cpu().numpy().astype(numpy.int64) for name in self.input_names}
+        hidden = self.session.run(["last_hidden_state"], feeds)[0]
+        return SimpleNamespace(last_hidden_state=torch.from_numpy(hidden).to(self.device))
+
+
+def onnx_model_for(encoder, backend: str, workdir: Path) -> OnnxModel:
+    """The OnnxModel of a loaded torch `Encoder`: the file saved in its folder when it matches the
+    weights, else a fresh export into `workdir` (never into the user's model folder)."""
+    folder = Path(encoder.name)
+    path = saved_onnx(folder, backend, encoder.fingerprint) if folder.is_dir() else None
+    if path is None:
+        if folder.is_dir():
+            for name in (ONNX_FILES["onnx"], EXPORT_META):  # reuse a matching float32 export for int8
+                if (folder / name).is_file() and not (workdir / name).exists():
+                    shutil.copy2(folder / name, workdir / name)
+        path = export_onnx(encoder.model, encoder.tokenizer, workdir, backend, encoder.fingerprint)
+    return OnnxModel(path, encoder.dim, encoder.device)
+
+
+def save_onnx(encoder, folder: Path) -> None:
+    """Put the ONNX file of an encoder's backend (and its record) into the encoder folder being saved:
+    copied from where it was loaded or exported, or exported again if that folder is gone (from_bytes)."""
+    source, target = encoder.runtime.path.parent, Path(folder)
+    if not encoder.runtime.path.is_file():
+        export_onnx(encoder.model, encoder.tokenizer, target, encoder.backend, encoder.fingerprint)
+        return
+    for name in (*ONNX_FILES.values(), EXPORT_META):
+        if (source / name).is_file() and (source / name).resolve() != (target / name).resolve():
+            shutil.copy2(source / name, target / name)

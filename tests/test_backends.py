@@ -1,0 +1,104 @@
+"""Encoder backends: ONNX Runtime (float32 and int8) against torch, saved inside the pipeline, refused
+when they do not match what the index was built with."""
+import json
+import sys
+
+import numpy
+import pytest
+import spacy
+
+from spacy_sapbert.encoder import Encoder
+from spacy_sapbert.errors import EncoderLoadError, IndexFormatError, SapbertError
+from spacy_sapbert.extras import MissingExtraError
+
+TEXTS = ["heart failure", "liver cancer", "renal disease of the kidney", "x", "hypovitaminosis", "Acute kidney failure"]
+
+
+def cosines(a, b):
+    return (a * b).sum(1) / numpy.linalg.norm(a, axis=1) / numpy.linalg.norm(b, axis=1)
+
+
+@pytest.fixture(scope="module")
+def int8_pipeline(tiny_bert, tmp_path_factory):
+    """A saved pipeline whose linker runs on onnx-int8 (one export for the module: it takes seconds)."""
+    from spacy_sapbert.kb import Concept
+
+    nlp = spacy.blank("en")
+    linker = nlp.add_pipe("sapbert_linker", config={"model": tiny_bert, "device": "cpu", "backend": "onnx-int8", "pooling": "mean"})
+    linker.initialize(vocabulary=[
+        Concept("D1", "Heart failure", ["cardiac failure"]), Concept("D2", "Liver cancer", ["hepatoma"]),
+        Concept("D3", "Kidney disease", ["renal disease"]), Concept("D4", "Vitamin deficiency", ["hypovitaminosis"]),
+    ])
+    path = tmp_path_factory.mktemp("int8") / "pipeline"
+    nlp.to_disk(path)
+    return nlp, path
+
+
+@pytest.mark.parametrize("backend, min_cosine", [("onnx", 0.99999), ("onnx-int8", 0.999)])
+def test_onnx_vectors_agree_with_torch(tiny_bert, backend, min_cosine, one_thread):
+    torch_vectors = Encoder(tiny_bert, pooling="mean", device="cpu").encode(TEXTS)
+    vectors = Encoder(tiny_bert, pooling="mean", device="cpu", backend=backend).encode(TEXTS)
+    assert vectors.shape == torch_vectors.shape and vectors.dtype == numpy.float32
+    assert cosines(vectors, torch_vectors).min() >= min_cosine
+    if backend == "onnx-int8":  # quantized: close, but not the same vectors
+        assert numpy.abs(vectors - torch_vectors).max() > 1e-5
+
+
+def test_a_saved_pipeline_carries_its_onnx_model_and_loads_without_export(int8_pipeline, monkeypatch):
+    import spacy_sapbert.backends as backends
+
+    nlp, path = int8_pipeline
+    encoder_dir = path / "sapbert_linker" / "encoder"
+    assert (encoder_dir / "model-int8.onnx").is_file() and (encoder_dir / "onnx_export.json").is_file()
+    monkeypatch.setattr(backends, "export_onnx", lambda *a, **k: pytest.fail("exported again at load"))
+    loaded = spacy.load(path)
+    linker = loaded.get_pipe("sapbert_linker")
+    assert linker.encoder.runtime.path == encoder_dir / "model-int8.onnx"
+    before, after = nlp.get_pipe("sapbert_linker").search_texts(TEXTS), linker.search_texts(TEXTS)
+    assert before == after
+    assert loaded.get_pipe("sapbert_linker").index.settings["backend"] == "onnx-int8"
+
+
+def test_bytes_round_trip_keeps_the_onnx_backend(int8_pipeline):
+    nlp, _ = int8_pipeline
+    linker = nlp.get_pipe("sapbert_linker")
+    copy = spacy.blank("en")
+    config = {key: value for key, value in nlp.config["components"]["sapbert_linker"].items() if key != "factory"}
+    other = copy.add_pipe("sapbert_linker", config=config)
+    other.from_bytes(linker.to_bytes())
+    assert other.encoder.backend == "onnx-int8" and other.search_texts(TEXTS) == linker.search_texts(TEXTS)
+
+
+def test_an_index_built_on_another_backend_is_refused(int8_pipeline):
+    _, path = int8_pipeline
+    with pytest.raises(IndexFormatError, match="backend='onnx-int8'.*backend='torch'"):
+        spacy.load(path, config={"components": {"sapbert_linker": {"backend": "torch"}}})
+
+
+def test_an_onnx_file_from_other_weights_is_refused(int8_pipeline, tmp_path):
+    import shutil
+
+    _, path = int8_pipeline
+    copy = tmp_path / "copy"
+    shutil.copytree(path, copy)
+    meta = copy / "sapbert_linker" / "encoder" / "onnx_export.json"
+    meta.write_text(json.dumps({name: "0" * 16 for name in json.loads(meta.read_text())}))
+    with pytest.raises(EncoderLoadError, match="model-int8.onnx was exported from the encoder of fingerprint '0000"):
+        spacy.load(copy)
+
+
+def test_a_0_2_index_without_a_recorded_backend_is_a_torch_index():
+    from spacy_sapbert.index import check_vector_settings
+
+    recorded = {"encoder_fingerprint": "f", "pooling": "cls", "max_length": 25}
+    check_vector_settings(recorded, dict(recorded, backend="torch"), what="index", rebuild="build-index")
+    with pytest.raises(IndexFormatError, match="backend='torch'"):
+        check_vector_settings(recorded, dict(recorded, backend="onnx"), what="index", rebuild="build-index")
+
+
+def test_unknown_backend_and_missing_onnxruntime_are_named(tiny_bert, monkeypatch):
+    with pytest.raises(SapbertError, match="`backend`"):
+        spacy.blank("en").add_pipe("sapbert_linker", config={"model": tiny_bert, "backend": "tensorrt"})
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    with pytest.raises(MissingExtraError, match=r"spacy-sapbert\[onnx\]"):
+        Encoder(tiny_bert, device="cpu", backend="onnx")
