@@ -6,7 +6,8 @@
 #   2. NCBI-disease test, once: memory = train + dev mentions, the settings of step 1.
 #   3. BC5CDR-disease dev: memory = BC5CDR train disease mentions, the settings of step 1.
 # Usage: benchmarks/knn_table.sh SAP_MODEL DHNS_MODEL [POOLING] [OUT_DIR]   (DATA defaults to ../shared/data;
-# CACHE=DIR keeps the encoded vocabulary between the runs of one model: evaluate --cache-dir)
+# CACHE=DIR keeps the encoded vocabulary between the runs of one model: evaluate --cache-dir;
+# SYSTEMS="sap" or "dhns" runs one model's rows)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -23,7 +24,7 @@ NCBI=$DATA/ncbi-disease; MEDIC=$DATA/medic/medic_06Jul2012.txt; CDR=$DATA/bc5cdr
 run() { name=$1; shift; "$PY" -m spacy_sapbert evaluate "$@" --pooling "$POOLING" --protocol strict --title "$name" "${cache_args[@]}" \
           --output "$OUT/$name.json" --plot "$OUT/$name.png" | tee "$OUT/$name.md"; }
 
-for system in sap dhns; do
+for system in ${SYSTEMS:-sap dhns}; do
     model=$SAP; [ "$system" = dhns ] && model=$DHNS
     run "$system-ncbi-dev" "$NCBI/NCBIdevelopset_corpus.txt" --vocab "$MEDIC" --spell-check "$SPELL" --model "$model" \
         --memory "$NCBI/NCBItrainset_corpus.txt" --tune-memory

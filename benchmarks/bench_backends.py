@@ -1,0 +1,151 @@
+"""Encoder backends side by side in one run: torch, onnx and onnx-int8, for each model given.
+
+For each (model, backend), in a fresh subprocess (so peak memory is its own):
+1. encoder load time from the model folder (with the ONNX export when the backend needs one);
+2. index build on the MEDIC names (names/s);
+3. spacy.load time of the saved pipeline;
+4. linking the NCBI-disease test documents with their gold mentions as doc.ents: nlp.pipe with a cold
+   vector cache, again with the warm cache, and the naive loop (one mention at a time, no cache);
+5. peak resident memory;
+6. with --accuracy: acc@1 on NCBI-disease dev (strict and biosyn protocols, through the component).
+Then the cosine between each backend's MEDIC name vectors and torch's (min and mean).
+
+Usage: python benchmarks/bench_backends.py [--model all-MiniLM-L6-v2:mean] [--model FOLDER:cls ...]
+       [--backends torch onnx onnx-int8] [--accuracy] [--limit-names N] [--limit-docs N] [--threads N]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def timed(fn):
+    start = time.perf_counter()
+    result = fn()
+    return result, time.perf_counter() - start
+
+
+def run_variant(args) -> None:
+    """The child: measure one (model, backend) and write a JSON report and the name vectors."""
+    import spacy
+    import torch
+
+    from spacy_sapbert.encoder import Encoder
+    from spacy_sapbert.readers import read_vocabulary
+    from spacy_sapbert.readers.corpora import documents_to_docs, read_pubtator
+    from spacy_sapbert.vector_cache import VectorCache
+
+    torch.set_num_threads(args.threads)
+    out = Path(args.out)
+    medic = list(read_vocabulary(args.data / "medic" / "medic_06Jul2012.txt", "medic"))[: args.limit_names or None]
+    config = {"model": args.model, "pooling": args.pooling, "device": "cpu", "backend": args.backend}
+    _, encoder_seconds = timed(lambda: Encoder(args.model, pooling=args.pooling, device="cpu", backend=args.backend))
+
+    nlp = spacy.blank("en")
+    linker = nlp.add_pipe("sapbert_linker", config=config)
+    linker.initialize(vocabulary=medic[:10])  # loads the encoder (and exports the ONNX model)
+    _, build_seconds = timed(lambda: linker.build_index(medic))
+    names = len(linker.index.names)
+    numpy.save(out.with_suffix(".npy"), linker.index.vectors.reconstruct_n(0, linker.index.vectors.ntotal))
+
+    with tempfile.TemporaryDirectory() as tmp:
+        nlp.to_disk(Path(tmp) / "pipeline")
+        nlp, load_seconds = timed(lambda: spacy.load(Path(tmp) / "pipeline"))
+    linker = nlp.get_pipe("sapbert_linker")
+    documents = list(read_pubtator(args.data / "ncbi-disease" / "NCBItestset_corpus.txt"))[: args.limit_docs or None]
+    mentions = sum(len(doc.ents) for doc in documents_to_docs(nlp, documents))
+    linker.vector_cache.clear()
+    _, cold = timed(lambda: list(nlp.pipe(documents_to_docs(nlp, documents), batch_size=128)))
+    _, warm = timed(lambda: list(nlp.pipe(documents_to_docs(nlp, documents), batch_size=128)))
+    linker.vector_cache = VectorCache(0)
+
+    def naive() -> None:
+        for doc in documents_to_docs(nlp, documents):
+            for ent in doc.ents:
+                linker.search_texts([ent.text])
+
+    _, naive_seconds = timed(naive)
+    report = {
+        "model": args.model, "backend": args.backend, "names": names, "mentions": mentions,
+        "encoder_load_s": encoder_seconds, "build_s": build_seconds, "pipeline_load_s": load_seconds,
+        "cold_s": cold, "warm_s": warm, "naive_s": naive_seconds,
+    }
+    if args.accuracy:
+        from spacy_sapbert.evaluation import Preprocessing, run_benchmark
+        from spacy_sapbert.readers import read_spell_check, vocabulary_specs
+
+        ncbi = args.data / "ncbi-disease"
+        accuracy = run_benchmark(
+            ncbi / "NCBIdevelopset_corpus.txt", vocabulary_specs([args.data / "medic" / "medic_06Jul2012.txt"], "auto", []),
+            model=args.model, pooling=args.pooling, device="cpu", backend=args.backend, train=[ncbi / "NCBItrainset_corpus.txt"],
+            prep=Preprocessing(spell_check=read_spell_check(args.data / "medic" / "ncbi-spell-check.txt")),
+            cache_dir=Path(tempfile.mkdtemp(prefix="bench-backends-")),
+        )
+        [by_protocol] = accuracy["results"].values()  # one system: the model on this backend
+        report["acc1"] = {protocol: metrics["acc@1"] for protocol, metrics in by_protocol.items()}
+    report["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out.write_text(json.dumps(report, indent=2), encoding="utf8")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--model", action="append", default=[], help="MODEL:POOLING (default all-MiniLM-L6-v2:mean)")
+    parser.add_argument("--backends", nargs="+", default=["torch", "onnx", "onnx-int8"])
+    parser.add_argument("--accuracy", action="store_true", help="also acc@1 on NCBI-disease dev (encodes MEDIC again)")
+    parser.add_argument("--limit-names", type=int, default=0, help="only the first N MEDIC concepts (a quick check)")
+    parser.add_argument("--limit-docs", type=int, default=0, help="only the first N NCBI-disease test documents")
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--child", nargs=3, metavar=("MODEL", "POOLING", "BACKEND"), help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    import torch
+
+    args.threads = args.threads or torch.get_num_threads()
+    if args.child:
+        args.model, args.pooling, args.backend = args.child
+        run_variant(args)
+        return
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for spec in args.model or ["all-MiniLM-L6-v2:mean"]:
+            model, pooling = spec.rsplit(":", 1)
+            vectors = {}
+            for backend in args.backends:
+                out = Path(tmp) / f"{len(rows)}.json"
+                command = [sys.executable, __file__, "--child", model, pooling, backend, "--out", str(out), "--data", str(args.data),
+                           "--limit-names", str(args.limit_names), "--limit-docs", str(args.limit_docs), "--threads", str(args.threads)]
+                subprocess.run(command + (["--accuracy"] if args.accuracy else []), check=True)
+                row = json.loads(out.read_text(encoding="utf8"))
+                vectors[backend] = numpy.load(out.with_suffix(".npy"))
+                if "torch" in vectors and backend != "torch":
+                    a, b = vectors[backend], vectors["torch"]
+                    cos = (a * b).sum(1) / numpy.linalg.norm(a, axis=1) / numpy.linalg.norm(b, axis=1)
+                    row["cos_min"], row["cos_mean"] = float(cos.min()), float(cos.mean())
+                rows.append(row)
+
+    print(f"machine: {platform.machine()}, {args.threads} torch threads; NCBI-disease test gold mentions; MEDIC names")
+    print("| model | backend | encoder load s | index build names/s | pipeline load s | nlp.pipe cold mentions/s | warm | naive loop | peak RSS MB | cosine to torch min / mean | acc@1 dev strict / biosyn |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        cos = f"{r['cos_min']:.5f} / {r['cos_mean']:.6f}" if "cos_min" in r else "-"
+        acc = f"{100 * r['acc1'].get('strict', float('nan')):.1f} / {100 * r['acc1'].get('biosyn', float('nan')):.1f}" if "acc1" in r else "-"
+        print(f"| {Path(r['model']).name} | {r['backend']} | {r['encoder_load_s']:.1f} | {r['names'] / r['build_s']:.0f} | "
+              f"{r['pipeline_load_s']:.1f} | {r['mentions'] / r['cold_s']:.0f} | {r['mentions'] / r['warm_s']:.0f} | "
+              f"{r['mentions'] / r['naive_s']:.0f} | {r['peak_rss_mb']:.0f} | {cos} | {acc} |")
+
+
+if __name__ == "__main__":
+    main()
