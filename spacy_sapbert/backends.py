@@ -152,6 +152,13 @@ class OnnxModel:
         self.config = SimpleNamespace(hidden_size=hidden_size)
         self.device = device
 
+    def __getstate__(self) -> Dict[str, object]:
+        """Pickled as its file (spaCy's spawned nlp.pipe processes): a session does not pickle."""
+        return {"path": self.path, "hidden_size": self.config.hidden_size, "device": self.device}
+
+    def __setstate__(self, state: Dict[str, object]) -> None:
+        self.__init__(state["path"], state["hidden_size"], state["device"])
+
     def __call__(self, **batch: torch.Tensor) -> SimpleNamespace:
         feeds = {name: batch[name].cpu().numpy().astype(numpy.int64) for name in self.input_names}
         hidden = self.session.run(["last_hidden_state"], feeds)[0]

@@ -222,6 +222,11 @@ class Encoder:
             self._onnx_dir = tempfile.TemporaryDirectory(prefix="sapbert-onnx-")
             self.runtime = onnx_model_for(self, backend, Path(self._onnx_dir.name))
 
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_onnx_dir"] = None  # a copy in another process must not delete this process's exported files
+        return state
+
     @property
     def dim(self) -> int:
         return int(self.model.config.hidden_size)

@@ -102,3 +102,12 @@ def test_unknown_backend_and_missing_onnxruntime_are_named(tiny_bert, monkeypatc
     monkeypatch.setitem(sys.modules, "onnxruntime", None)
     with pytest.raises(MissingExtraError, match=r"spacy-sapbert\[onnx\]"):
         Encoder(tiny_bert, device="cpu", backend="onnx")
+
+
+def test_a_linker_on_onnx_pickles_for_spawned_processes(int8_pipeline):
+    import pickle
+
+    nlp, _ = int8_pipeline
+    linker = nlp.get_pipe("sapbert_linker")
+    copy = pickle.loads(pickle.dumps(linker))
+    assert copy.encoder._onnx_dir is None and copy.search_texts(TEXTS) == linker.search_texts(TEXTS)
