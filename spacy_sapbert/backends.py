@@ -39,6 +39,9 @@ ONNX_FILES = {"onnx": "model.onnx", "onnx-int8": "model-int8.onnx"}
 EXPORT_META = "onnx_export.json"
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 OPSET = 18
+# onnxruntime's dynamic quantization, one scale per output channel of each weight matrix: on all-MiniLM-L6-v2
+# one scale per matrix moved MEDIC name vectors to a mean cosine of 0.955 with torch's, per channel to 0.991.
+INT8_QUANTIZATION = {"weight_type": "QInt8", "per_channel": True}
 
 
 class _LastHiddenState(torch.nn.Module):
@@ -92,7 +95,8 @@ def _quantize_int8(source: Path, target: Path) -> None:
     quantization = require("onnxruntime.quantization")
     with _quiet("", "onnxruntime"):  # quantize_dynamic advises pre-processing on the root logger
         atomic_write(target, lambda tmp: quantization.quantize_dynamic(
-            str(source), str(tmp), weight_type=quantization.QuantType.QInt8
+            str(source), str(tmp), weight_type=getattr(quantization.QuantType, INT8_QUANTIZATION["weight_type"]),
+            per_channel=INT8_QUANTIZATION["per_channel"],
         ))
 
 
@@ -109,6 +113,7 @@ def export_onnx(model, tokenizer, folder: Path, backend: str, fingerprint: str) 
         int8 = folder / ONNX_FILES["onnx-int8"]
         _quantize_int8(fp32, int8)
         meta[int8.name] = fingerprint
+        meta["int8_quantization"] = INT8_QUANTIZATION
     atomic_write_text(folder / EXPORT_META, json.dumps(meta, indent=2) + "\n")
     return folder / ONNX_FILES[backend]
 

@@ -59,6 +59,23 @@ def test_a_saved_pipeline_carries_its_onnx_model_and_loads_without_export(int8_p
     assert loaded.get_pipe("sapbert_linker").index.settings["backend"] == "onnx-int8"
 
 
+def test_int8_weights_have_one_scale_per_output_channel_and_the_recipe_is_recorded(int8_pipeline):
+    import json
+
+    import onnx
+
+    _, path = int8_pipeline
+    encoder_dir = path / "sapbert_linker" / "encoder"
+    graph = onnx.load(str(encoder_dir / "model-int8.onnx")).graph
+    shapes = {init.name: list(init.dims) for init in graph.initializer}
+    quantized = [node for node in graph.node if node.op_type == "MatMulInteger"]
+    assert quantized, "no quantized matrix multiplication in the int8 graph"
+    weight_scales = [shapes[node.input[1].replace("_quantized", "_scale")] for node in quantized if node.input[1] in shapes]
+    assert weight_scales and all(len(dims) == 1 and dims[0] > 1 for dims in weight_scales)  # per channel, not one scalar
+    record = json.loads((encoder_dir / "onnx_export.json").read_text(encoding="utf8"))
+    assert record["int8_quantization"] == {"weight_type": "QInt8", "per_channel": True}
+
+
 def test_bytes_round_trip_keeps_the_onnx_backend(int8_pipeline):
     nlp, _ = int8_pipeline
     linker = nlp.get_pipe("sapbert_linker")
