@@ -9,9 +9,14 @@ For each (model, backend), in a fresh subprocess (so peak memory is its own):
 5. peak resident memory;
 6. with --accuracy: acc@1 on NCBI-disease dev (strict and biosyn protocols, through the component).
 Then the cosine between each backend's MEDIC name vectors and torch's (min and mean).
+With --scispacy-python PYTHON (a virtual environment with scispacy, which needs numpy<2), scispacy's
+EntityLinker on the same MEDIC names and documents: index build, linking mentions/s, peak RSS, and
+acc@1 on NCBI-disease dev (strict) of its ranked candidates, scored by this project's evaluation code
+(benchmarks/scispacy_child.py runs in that environment).
 
 Usage: python benchmarks/bench_backends.py [--model all-MiniLM-L6-v2:mean] [--model FOLDER:cls ...]
        [--backends torch onnx onnx-int8] [--accuracy] [--limit-names N] [--limit-docs N] [--threads N]
+       [--scispacy-python PYTHON]
 """
 from __future__ import annotations
 
@@ -98,15 +103,53 @@ def run_variant(args) -> None:
     out.write_text(json.dumps(report, indent=2), encoding="utf8")
 
 
+def run_scispacy(python: str, data: Path, limit_names: int, limit_docs: int) -> dict:
+    """scispacy's EntityLinker in its own environment on this benchmark's inputs, scored here."""
+    import spacy
+
+    from spacy_sapbert.evaluation import Preprocessing, mentions_from_documents, score_retriever
+    from spacy_sapbert.kb import KnowledgeBase
+    from spacy_sapbert.readers import read_vocabulary
+    from spacy_sapbert.readers.corpora import documents_to_docs, read_pubtator
+
+    kb = KnowledgeBase(list(read_vocabulary(data / "medic" / "medic_06Jul2012.txt", "medic"))[: limit_names or None])
+    documents = list(read_pubtator(data / "ncbi-disease" / "NCBItestset_corpus.txt"))[: limit_docs or None]
+    docs = documents_to_docs(spacy.blank("en"), documents)  # the same placed gold ents as the encoder rows
+    dev, _ = mentions_from_documents(read_pubtator(data / "ncbi-disease" / "NCBIdevelopset_corpus.txt"), Preprocessing())
+    payload = {
+        "kb": [{"concept_id": c.id, "canonical_name": c.name, "aliases": c.synonyms} for c in kb],
+        "docs": [{"text": d.text, "ents": [[e.start_char, e.end_char, e.label_] for e in d.ents]} for d in docs],
+        "queries": sorted({q for m in dev for q in m.queries}),
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "in.json").write_text(json.dumps(payload), encoding="utf8")
+        child = Path(__file__).with_name("scispacy_child.py")
+        subprocess.run([python, str(child), str(Path(tmp) / "in.json"), str(Path(tmp) / "out.json")], check=True)
+        report = json.loads((Path(tmp) / "out.json").read_text(encoding="utf8"))
+
+    class Ranked:
+        def __init__(self, floor: float):
+            self.floor = floor
+
+        def rank(self, texts, k):
+            return [[(cid, score) for cid, score in report["ranked"][t] if score > self.floor][:k] for t in texts]
+
+    report["acc1_ranked"] = score_retriever(Ranked(float("-inf")), dev, kb)[0]["acc@1"]
+    report["acc1_threshold"] = score_retriever(Ranked(0.7), dev, kb)[0]["acc@1"]  # the linker's default floor
+    del report["ranked"]
+    return report
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--model", action="append", default=[], help="MODEL:POOLING (default all-MiniLM-L6-v2:mean)")
-    parser.add_argument("--backends", nargs="+", default=["torch", "onnx", "onnx-int8"])
+    parser.add_argument("--backends", nargs="*", default=["torch", "onnx", "onnx-int8"], help="none: only scispacy")
     parser.add_argument("--accuracy", action="store_true", help="also acc@1 on NCBI-disease dev (encodes MEDIC again)")
     parser.add_argument("--limit-names", type=int, default=0, help="only the first N MEDIC concepts (a quick check)")
     parser.add_argument("--limit-docs", type=int, default=0, help="only the first N NCBI-disease test documents")
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--scispacy-python", help="Python of a virtual environment with scispacy: add its EntityLinker")
     parser.add_argument("--child", nargs=3, metavar=("MODEL", "POOLING", "BACKEND"), help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -135,6 +178,7 @@ def main() -> None:
                     cos = (a * b).sum(1) / numpy.linalg.norm(a, axis=1) / numpy.linalg.norm(b, axis=1)
                     row["cos_min"], row["cos_mean"] = float(cos.min()), float(cos.mean())
                 rows.append(row)
+    scispacy = run_scispacy(args.scispacy_python, args.data, args.limit_names, args.limit_docs) if args.scispacy_python else None
 
     print(f"machine: {platform.machine()}, {args.threads} torch threads; NCBI-disease test gold mentions; MEDIC names")
     print("| model | backend | encoder load s | index build names/s | pipeline load s | nlp.pipe cold mentions/s | warm | naive loop | peak RSS MB | cosine to torch min / mean | acc@1 dev strict / biosyn |")
@@ -145,6 +189,14 @@ def main() -> None:
         print(f"| {Path(r['model']).name} | {r['backend']} | {r['encoder_load_s']:.1f} | {r['names'] / r['build_s']:.0f} | "
               f"{r['pipeline_load_s']:.1f} | {r['mentions'] / r['cold_s']:.0f} | {r['mentions'] / r['warm_s']:.0f} | "
               f"{r['mentions'] / r['naive_s']:.0f} | {r['peak_rss_mb']:.0f} | {cos} | {acc} |")
+
+    if scispacy:
+        print(f"\nscispacy {scispacy['versions']['scispacy']} EntityLinker (TF-IDF char 3-grams, nmslib HNSW; spaCy "
+              f"{scispacy['versions']['spacy']}), same names and documents:")
+        print("| index build names/s | linking mentions/s | peak RSS MB | acc@1 dev strict, ranked / with its 0.7 threshold |")
+        print("|---|---|---|---|")
+        print(f"| {scispacy['names'] / scispacy['build_s']:.0f} | {scispacy['mentions'] / scispacy['pipe_s']:.0f} | "
+              f"{scispacy['peak_rss_mb']:.0f} | {100 * scispacy['acc1_ranked']:.1f} / {100 * scispacy['acc1_threshold']:.1f} |")
 
 
 if __name__ == "__main__":
