@@ -42,6 +42,14 @@ OPSET = 18
 # onnxruntime's dynamic quantization, one scale per output channel of each weight matrix: on all-MiniLM-L6-v2
 # one scale per matrix moved MEDIC name vectors to a mean cosine of 0.955 with torch's, per channel to 0.991.
 INT8_QUANTIZATION = {"weight_type": "QInt8", "per_channel": True}
+# int8 is refused for a model whose quantized vectors drift this far from float32 on AGREEMENT_PROBES: on
+# all-mpnet-base-v2 the same recipe gave a mean cosine of 0.02 (MiniLM: 0.991), and links would silently change.
+MIN_INT8_COSINE = 0.98
+AGREEMENT_PROBES = (
+    "heart failure", "type 2 diabetes mellitus", "breast cancer", "hereditary nonpolyposis colorectal cancer",
+    "ataxia telangiectasia", "renal failure", "myocardial infarction", "hypertension", "duchenne muscular dystrophy",
+    "acute lymphoblastic leukemia", "seizures", "cystic fibrosis",
+)
 
 
 class _LastHiddenState(torch.nn.Module):
@@ -100,6 +108,25 @@ def _quantize_int8(source: Path, target: Path) -> None:
         ))
 
 
+def _check_int8_agreement(fp32: Path, int8: Path, tokenizer) -> None:
+    """Refuse (delete and raise) an int8 file whose mean-pooled vectors of AGREEMENT_PROBES have a mean
+    cosine below MIN_INT8_COSINE with the float32 file's."""
+    batch = tokenizer(list(AGREEMENT_PROBES), padding=True, return_tensors="pt")
+    mask = batch["attention_mask"].unsqueeze(-1).float()
+
+    def vectors(path: Path) -> torch.Tensor:
+        hidden = OnnxModel(path, 0, torch.device("cpu"))(**batch).last_hidden_state
+        return torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1), dim=-1)
+
+    cosine = float((vectors(fp32) * vectors(int8)).sum(-1).mean())
+    if cosine < MIN_INT8_COSINE:
+        int8.unlink()
+        raise EncoderLoadError(
+            f"backend 'onnx-int8': this model's int8 vectors agree with float32 at a mean cosine of {cosine:.3f} "
+            f"(< {MIN_INT8_COSINE}), which would change links; use backend 'onnx' (same vectors as torch) or 'torch'"
+        )
+
+
 def export_onnx(model, tokenizer, folder: Path, backend: str, fingerprint: str) -> Path:
     """Write the ONNX file of `backend` (and, for int8, the float32 file it is quantized from) into
     `folder`, recording `fingerprint` (the torch encoder's) in onnx_export.json; its path."""
@@ -112,6 +139,7 @@ def export_onnx(model, tokenizer, folder: Path, backend: str, fingerprint: str) 
     if backend == "onnx-int8":
         int8 = folder / ONNX_FILES["onnx-int8"]
         _quantize_int8(fp32, int8)
+        _check_int8_agreement(fp32, int8, tokenizer)
         meta[int8.name] = fingerprint
         meta["int8_quantization"] = INT8_QUANTIZATION
     atomic_write_text(folder / EXPORT_META, json.dumps(meta, indent=2) + "\n")

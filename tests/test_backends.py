@@ -128,3 +128,15 @@ def test_a_linker_on_onnx_pickles_for_spawned_processes(int8_pipeline):
     linker = nlp.get_pipe("sapbert_linker")
     copy = pickle.loads(pickle.dumps(linker))
     assert copy.encoder._onnx_dir is None and copy.search_texts(TEXTS) == linker.search_texts(TEXTS)
+
+
+def test_int8_is_refused_when_its_vectors_drift_from_float32(tiny_bert, tmp_path, monkeypatch):
+    import spacy_sapbert.backends as backends
+
+    monkeypatch.setattr(backends, "MIN_INT8_COSINE", 1.01)  # no quantized model agrees this well
+    encoder = Encoder(tiny_bert, pooling="mean", device="cpu")
+    with pytest.raises(EncoderLoadError, match="onnx-int8.*mean cosine"):
+        backends.export_onnx(encoder.model, encoder.tokenizer, tmp_path, "onnx-int8", encoder.fingerprint)
+    assert not (tmp_path / "model-int8.onnx").exists()
+    monkeypatch.setattr(backends, "MIN_INT8_COSINE", 0.98)
+    assert backends.export_onnx(encoder.model, encoder.tokenizer, tmp_path, "onnx-int8", encoder.fingerprint).is_file()
