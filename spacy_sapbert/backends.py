@@ -99,17 +99,24 @@ def _export_fp32(model, tokenizer, target: Path) -> None:
     atomic_write(target, lambda tmp: program.save(str(tmp), external_data=False))
 
 
-def _quantize_int8(source: Path, target: Path) -> None:
+def _quantize_int8(source: Path, target: Path, tokenizer) -> None:
+    """Quantize `source` into a temporary file beside `target` and move it into place only when it passes
+    `_check_int8_agreement`; a refused file never reaches `target` (whatever was there stays)."""
     quantization = require("onnxruntime.quantization")
-    with _quiet("", "onnxruntime"):  # quantize_dynamic advises pre-processing on the root logger
-        atomic_write(target, lambda tmp: quantization.quantize_dynamic(
+
+    def write(tmp: Path) -> None:
+        quantization.quantize_dynamic(
             str(source), str(tmp), weight_type=getattr(quantization.QuantType, INT8_QUANTIZATION["weight_type"]),
             per_channel=INT8_QUANTIZATION["per_channel"],
-        ))
+        )
+        _check_int8_agreement(source, tmp, tokenizer)
+
+    with _quiet("", "onnxruntime"):  # quantize_dynamic advises pre-processing on the root logger
+        atomic_write(target, write)
 
 
 def _check_int8_agreement(fp32: Path, int8: Path, tokenizer) -> None:
-    """Refuse (delete and raise) an int8 file whose mean-pooled vectors of AGREEMENT_PROBES have a mean
+    """Raise EncoderLoadError when the int8 file's mean-pooled vectors of AGREEMENT_PROBES have a mean
     cosine below MIN_INT8_COSINE with the float32 file's."""
     batch = tokenizer(list(AGREEMENT_PROBES), padding=True, return_tensors="pt")
     mask = batch["attention_mask"].unsqueeze(-1).float()
@@ -120,7 +127,6 @@ def _check_int8_agreement(fp32: Path, int8: Path, tokenizer) -> None:
 
     cosine = float((vectors(fp32) * vectors(int8)).sum(-1).mean())
     if cosine < MIN_INT8_COSINE:
-        int8.unlink()
         raise EncoderLoadError(
             f"backend 'onnx-int8': this model's int8 vectors agree with float32 at a mean cosine of {cosine:.3f} "
             f"(< {MIN_INT8_COSINE}), which would change links; use backend 'onnx' (same vectors as torch) or 'torch'"
@@ -138,8 +144,7 @@ def export_onnx(model, tokenizer, folder: Path, backend: str, fingerprint: str) 
         meta[fp32.name] = fingerprint
     if backend == "onnx-int8":
         int8 = folder / ONNX_FILES["onnx-int8"]
-        _quantize_int8(fp32, int8)
-        _check_int8_agreement(fp32, int8, tokenizer)
+        _quantize_int8(fp32, int8, tokenizer)
         meta[int8.name] = fingerprint
         meta["int8_quantization"] = INT8_QUANTIZATION
     atomic_write_text(folder / EXPORT_META, json.dumps(meta, indent=2) + "\n")

@@ -138,5 +138,10 @@ def test_int8_is_refused_when_its_vectors_drift_from_float32(tiny_bert, tmp_path
     with pytest.raises(EncoderLoadError, match="onnx-int8.*mean cosine"):
         backends.export_onnx(encoder.model, encoder.tokenizer, tmp_path, "onnx-int8", encoder.fingerprint)
     assert not (tmp_path / "model-int8.onnx").exists()
+    (tmp_path / "model-int8.onnx").write_bytes(b"a file that was there before")  # a refusal leaves it as it was
+    with pytest.raises(EncoderLoadError):
+        backends.export_onnx(encoder.model, encoder.tokenizer, tmp_path, "onnx-int8", encoder.fingerprint)
+    assert (tmp_path / "model-int8.onnx").read_bytes() == b"a file that was there before"
+    assert not list(tmp_path.glob("*.tmp"))
     monkeypatch.setattr(backends, "MIN_INT8_COSINE", 0.98)
     assert backends.export_onnx(encoder.model, encoder.tokenizer, tmp_path, "onnx-int8", encoder.fingerprint).is_file()
