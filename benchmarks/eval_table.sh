@@ -2,7 +2,8 @@
 # The accuracy table of BENCHMARKS.md: NCBI-disease dev/test, BC5CDR-disease/-chemical dev, both dictionary
 # protocols, baselines beside the encoder. Usage: benchmarks/eval_table.sh [MODEL] [POOLING] [OUT_DIR]
 # (default: the offline all-MiniLM-L6-v2 with mean pooling). DATA defaults to ../shared/data; TABLES picks
-# some of: ncbi-dev ncbi-test bc5cdr-disease-dev bc5cdr-chemical-dev (default: all).
+# some of: ncbi-dev ncbi-test bc5cdr-disease-dev bc5cdr-chemical-dev (default: all); CACHE=DIR keeps the encoded
+# vocabularies between runs (evaluate --cache-dir; default: evaluate's own, ~/.cache/spacy-sapbert/eval-index).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -14,6 +15,7 @@ mkdir -p "$OUT"
 model_args=()
 [ -n "$MODEL" ] && model_args+=(--model "$MODEL")
 [ -n "$POOLING" ] && model_args+=(--pooling "$POOLING")
+[ -n "${CACHE:-}" ] && model_args+=(--cache-dir "$CACHE")
 TABLES=${TABLES:-ncbi-dev ncbi-test bc5cdr-disease-dev bc5cdr-chemical-dev}
 run() { name=$1; shift; [[ " $TABLES " == *" $name "* ]] || return 0; "$PY" -m spacy_sapbert evaluate "$@" "${model_args[@]}" --baselines --title "$name" \
           --output "$OUT/$name.json" --plot "$OUT/$name.png" | tee "$OUT/$name.md"; }
