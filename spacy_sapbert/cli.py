@@ -16,6 +16,7 @@ try:  # typer 0.2x carries its own copy of click; its commands raise that copy's
 except ImportError:  # older typer runs on click itself
     import click
 
+from .chunk_store import DEFAULT_CHUNK_SIZE
 from .errors import SapbertError
 
 
@@ -111,9 +112,15 @@ def build_index_command(
     threshold: float = typer.Option(0.0, help="Minimum score of a linked concept."),
     remove_punctuation: bool = typer.Option(False, "--remove-punctuation/--keep-punctuation", help="Punctuation to spaces in names and mentions (the evaluation protocol's default; SapBERT keeps it)."),
     spell_check: Optional[Path] = typer.Option(None, help="misspelling||correction file applied to names and mentions, saved with the index."),
+    chunk_dir: Optional[Path] = typer.Option(None, help="Where finished chunks of encoded names are kept until the pipeline is saved, so a killed build resumes when run again. Default: OUTPUT.chunks beside the output."),
+    chunk_size: int = typer.Option(DEFAULT_CHUNK_SIZE, help="Names encoded and saved per chunk."),
     overwrite: bool = typer.Option(False, help=OVERWRITE_HELP),
 ) -> None:
-    """Encode a vocabulary into a saved pipeline: dictionary matcher (optional) + sapbert_linker."""
+    """Encode a vocabulary into a saved pipeline: dictionary matcher (optional) + sapbert_linker.
+
+    Names are encoded chunk by chunk into --chunk-dir; a build that is interrupted (even killed) and
+    started again with the same arguments encodes only the chunks that were not finished."""
+    from .chunk_store import remove_chunks
     from .encoder import offline_default_model
     from .outputs import check_pipeline_output
     from .pipeline import build_pipeline, save_pipeline, the_linker
@@ -134,10 +141,13 @@ def build_index_command(
         "threshold": threshold,
         "remove_punctuation": remove_punctuation,
     }
+    chunk_dir = chunk_dir or output.with_name(output.name + ".chunks")
     nlp = build_pipeline(
-        concepts, model, lang=lang, label=label or None, linker_config=linker_config, spell_check=spell_check, progress=True
+        concepts, model, lang=lang, label=label or None, linker_config=linker_config, spell_check=spell_check,
+        progress=True, chunk_dir=chunk_dir, chunk_size=chunk_size,
     )
     save_pipeline(nlp, output, overwrite=overwrite)
+    remove_chunks(chunk_dir)
     typer.echo(f"pipeline with {len(the_linker(nlp).index.names)} indexed names written to {output}", err=True)
 
 

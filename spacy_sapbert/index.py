@@ -9,6 +9,7 @@ import faiss
 import numpy
 import srsly
 
+from .chunk_store import DEFAULT_CHUNK_SIZE, ChunkStore
 from .errors import IndexFormatError
 from .io import atomic_write, atomic_write_bytes, atomic_write_text
 from .kb import Concept, ConceptTable, KnowledgeBase
@@ -219,19 +220,37 @@ class ConceptIndex:
         normalize: bool = True,
         index_type: str = "flat",
         encoder: Optional[Mapping[str, Any]] = None,
+        chunk_dir: Optional[Union[str, Path]] = None,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+        progress: bool = False,
     ) -> "ConceptIndex":
         """Index `concepts`; `encode(list_of_str) -> float32 array` embeds the distinct names once.
 
         Concepts of the same id are merged here, once (a KnowledgeBase is used as it is).
         `encoder`: the encoder_settings() of the encoder behind `encode`, recorded in the meta.
+        `chunk_dir`: encode `chunk_size` names at a time into this folder (a `ChunkStore`), so a build
+        that is killed resumes from its finished chunks when started again; vectors are added to faiss
+        chunk by chunk. Without it, all names are encoded in one call (`progress` is then `encode`'s).
         """
         concepts = list(concepts if isinstance(concepts, KnowledgeBase) else KnowledgeBase(concepts))
         if not concepts:
             raise IndexFormatError("the vocabulary gave no concepts; check the vocabulary file and its format")
         names, pair_names, pair_concepts = name_table(concepts, normalizer)
-        vectors = float32_rows(encode(names), normalize)
-        faiss_index = make_faiss_index(vectors.shape[1], index_type)
-        faiss_index.add(vectors)
+        if chunk_dir is None:
+            blocks: Iterable[numpy.ndarray] = [encode(names)]
+        else:
+            if encoder is None:
+                raise ValueError("a chunked build needs the encoder settings (encoder=encoder_settings(encoder))")
+            settings = {**encoder, **normalizer.settings(), "normalize": normalize}
+            blocks = ChunkStore(chunk_dir, names, settings, chunk_size).vectors(encode, progress=progress)
+        faiss_index = None
+        for block in blocks:
+            vectors = float32_rows(block, normalize)
+            if faiss_index is None:
+                faiss_index = make_faiss_index(vectors.shape[1], index_type)
+            faiss_index.add(vectors)
+        if faiss_index is None:
+            raise IndexFormatError("the vocabulary gave no names to index; check the vocabulary file and its format")
         return cls(
             ConceptTable.from_concepts(concepts), names, pair_names, pair_concepts, faiss_index,
             normalizer=normalizer, normalize=normalize, index_type=index_type,

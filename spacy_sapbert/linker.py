@@ -5,7 +5,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import srsly
 from spacy.language import Language
@@ -16,6 +16,7 @@ from spacy.util import minibatch
 import spacy.util
 
 from .backends import BACKENDS
+from .chunk_store import DEFAULT_CHUNK_SIZE
 from .encoder import POOLINGS, Encoder, resolve_device
 from .errors import IndexFormatError, NotInitializedError, SapbertError
 from .index import INDEX_TYPES, Candidate, ConceptIndex, check_vector_settings, encoder_settings
@@ -242,6 +243,8 @@ class SapbertLinker(Pipe):
         vocabulary: Optional[Any] = None,
         spell_check: Optional[Any] = None,
         progress: bool = False,
+        chunk_dir: Optional[Any] = None,  # str or Path; spaCy's settings model cannot resolve `Path` here
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
     ) -> None:
         """Load the encoder from `model` and build the concept index from the vocabulary.
 
@@ -250,6 +253,8 @@ class SapbertLinker(Pipe):
         `nlp.initialize()` passes here) or a plain iterable of Concepts.
         `spell_check`: `misspelling||correction` pairs (a mapping or a file) that the normalizer
         applies to mentions; they are saved with the index.
+        `chunk_dir`: encode the names `chunk_size` at a time into this folder, so an interrupted build
+        resumes there (see `chunk_store`); the caller removes it once the pipeline is saved.
         The mention memory is emptied: its vectors came from the previous encoder.
         """
         if vocabulary is None:
@@ -264,18 +269,27 @@ class SapbertLinker(Pipe):
             self.normalizer = self.normalizer.with_spell_check(corrections)
         self.encoder = Encoder(self.model, **self.encoder_options)
         self.memory = None
-        self.build_index(concepts, progress=progress)
+        self.build_index(concepts, progress=progress, chunk_dir=chunk_dir, chunk_size=chunk_size)
 
-    def build_index(self, concepts: Iterable[Concept], progress: bool = False) -> None:
-        """(Re)build the concept index with the loaded encoder."""
+    def build_index(
+        self,
+        concepts: Iterable[Concept],
+        progress: bool = False,
+        chunk_dir: Optional[Union[str, Path]] = None,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+    ) -> None:
+        """(Re)build the concept index with the loaded encoder (chunked and resumable with `chunk_dir`)."""
         encoder = self._require_encoder()
         self.index = ConceptIndex.build(
             concepts,
-            lambda names: encoder.encode(names, progress=progress),
+            lambda names: encoder.encode(names, progress=progress and chunk_dir is None),
             normalizer=self.normalizer,
             normalize=self.normalize,
             index_type=self.index_type,
             encoder=encoder_settings(encoder),
+            chunk_dir=chunk_dir,
+            chunk_size=chunk_size,
+            progress=progress,
         )
 
     def _require_encoder(self) -> Encoder:

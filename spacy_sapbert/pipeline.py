@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence,
 import spacy
 from spacy.language import Language
 
+from .chunk_store import DEFAULT_CHUNK_SIZE
 from .encoder import OFFLINE_DEFAULT_PACKAGE, offline_default_model
 from .errors import SapbertError
 from .kb import Concept
@@ -132,12 +133,15 @@ def build_pipeline(
     spell_check: Optional[Path] = None,
     vocabulary_loader: Optional[Dict[str, Any]] = None,
     progress: bool = False,
+    chunk_dir: Optional[Path] = None,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
 ) -> Language:
     """A blank pipeline with an optional dictionary matcher (when `label` is set) and an initialized linker.
 
     `vocabulary_loader` (a registered loader's config, e.g. {"@misc": "spacy-sapbert.HPO.v1"}) is
     recorded in `[initialize.components.sapbert_linker]`, for `nlp.initialize()` to rebuild from;
-    leave it out where it would name a file of this machine.
+    leave it out where it would name a file of this machine. `chunk_dir`, `chunk_size`: a resumable,
+    chunked encoding of the names (`SapbertLinker.initialize`).
     """
     nlp = spacy.blank(lang)
     if label:
@@ -146,7 +150,9 @@ def build_pipeline(
     if vocabulary_loader is not None:
         nlp.config["initialize"]["components"][linker.name] = {"vocabulary": vocabulary_loader}
     # nlp.initialize() would also re-initialize the entity ruler and drop its patterns.
-    linker.initialize(vocabulary=concepts, spell_check=spell_check, progress=progress)
+    linker.initialize(
+        vocabulary=concepts, spell_check=spell_check, progress=progress, chunk_dir=chunk_dir, chunk_size=chunk_size
+    )
     return nlp
 
 

@@ -1,0 +1,174 @@
+"""Name vectors encoded chunk by chunk into a folder, so an interrupted index build resumes where it stopped.
+
+Encoding a large vocabulary is the whole cost of an index build (UMLS, 10M names with a BERT-base
+encoder, runs for days on a CPU). The build writes each finished chunk of `chunk_size` names as its
+own .npy file, atomically, beside a manifest of what the vectors depend on: the encoder's settings,
+the name normalization, the names themselves and the chunk size. A build started again with the same
+settings loads the finished chunks and encodes only the rest; a folder of another build is an error,
+never mixed in. Chunk i always holds names[i * chunk_size : (i + 1) * chunk_size] encoded in one call,
+so a resumed build ends with the vectors of an uninterrupted one.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import sys
+from pathlib import Path
+from typing import Any, Callable, Iterator, List, Mapping, Sequence, Union
+
+import numpy
+import srsly
+
+from .errors import IndexFormatError
+from .io import atomic_write, atomic_write_text
+from .outputs import OutputExistsError
+
+FORMAT_VERSION = 1
+DEFAULT_CHUNK_SIZE = 10000
+MANIFEST_FILE = "manifest.json"
+CHUNK_NAME = "chunk-{:06d}.npy"
+# the chunk files, and the temporary files atomic_write leaves when a kill interrupts it
+OWN_FILE = re.compile(r"^(chunk-\d{6}\.npy|manifest\.json|\.(chunk-\d{6}\.npy|manifest\.json)\..*\.tmp)$")
+
+Encode = Callable[[Sequence[str]], numpy.ndarray]
+
+
+def names_digest(names: Sequence[str]) -> str:
+    """SHA-256 of the names in order (each length-prefixed, so no two lists share a digest)."""
+    digest = hashlib.sha256()
+    for name in names:
+        data = name.encode("utf8")
+        digest.update(len(data).to_bytes(8, "little"))
+        digest.update(data)
+    return digest.hexdigest()
+
+
+class ChunkStore:
+    """The encoded chunks of one list of names in `folder`, made with `settings` (VECTOR_SETTINGS)."""
+
+    def __init__(
+        self, folder: Union[str, Path], names: Sequence[str], settings: Mapping[str, Any], chunk_size: int = DEFAULT_CHUNK_SIZE
+    ):
+        if chunk_size < 1:
+            raise ValueError(f"chunk_size={chunk_size} must be >= 1")
+        self.folder = Path(folder)
+        self.names = names
+        self.chunk_size = chunk_size
+        self.manifest = {
+            "format_version": FORMAT_VERSION, **settings, "n_names": len(names), "chunk_size": chunk_size,
+            "names_sha256": names_digest(names),
+        }
+        self._open()
+
+    @property
+    def n_chunks(self) -> int:
+        return -(-len(self.names) // self.chunk_size)
+
+    def chunk_path(self, number: int) -> Path:
+        return self.folder / CHUNK_NAME.format(number)
+
+    def finished(self) -> List[int]:
+        """The numbers of the chunks already on disk."""
+        return [number for number in range(self.n_chunks) if self.chunk_path(number).exists()]
+
+    def vectors(self, encode: Encode, progress: bool = False) -> Iterator[numpy.ndarray]:
+        """The float32 vectors of every chunk in order: read from disk when finished, else encoded and saved."""
+        done = self.finished()
+        bar = None
+        if progress:
+            from tqdm import tqdm
+
+            done_names = sum(len(self._rows(number)) for number in done)
+            if done:
+                tqdm.write(f"resuming: {len(done)} of {self.n_chunks} chunks already encoded in {self.folder}", file=sys.stderr)
+            bar = tqdm(total=len(self.names), initial=done_names, unit="name", desc="encoding names", unit_scale=True)
+        dim = None
+        for number in range(self.n_chunks):
+            rows = self._rows(number)
+            path = self.chunk_path(number)
+            if path.exists():
+                vectors = self._load(path, len(rows), dim)
+            else:
+                vectors = numpy.ascontiguousarray(encode(rows), dtype="float32")
+                self._check(vectors, len(rows), dim, f"the encoder's output for {path.name}")
+                atomic_write(path, lambda tmp: _save_npy(tmp, vectors))
+                if bar is not None:
+                    bar.update(len(rows))
+            dim = vectors.shape[1]
+            yield vectors
+        if bar is not None:
+            bar.close()
+
+    def _rows(self, number: int) -> Sequence[str]:
+        return self.names[number * self.chunk_size : (number + 1) * self.chunk_size]
+
+    def _open(self) -> None:
+        manifest_path = self.folder / MANIFEST_FILE
+        if manifest_path.exists():
+            try:
+                recorded = srsly.read_json(manifest_path)
+            except ValueError as err:
+                raise IndexFormatError(f"the chunk manifest {manifest_path} is corrupt ({err}); remove {self.folder} to encode again") from err
+            self._check_manifest(recorded)
+            return
+        if self.folder.exists():
+            foreign = [entry.name for entry in self.folder.iterdir() if not OWN_FILE.match(entry.name)]
+            if not self.folder.is_dir() or foreign:
+                raise OutputExistsError(
+                    f"{self.folder} holds files of its own and no {MANIFEST_FILE}: it is not a chunk folder of an index "
+                    "build; choose another chunk folder (--chunk-dir)"
+                )
+        atomic_write_text(manifest_path, srsly.json_dumps(self.manifest, indent=2))
+
+    def _check_manifest(self, recorded: Mapping[str, Any]) -> None:
+        from .index import check_vector_settings
+
+        remove = f"remove {self.folder} to encode again"
+        if recorded.get("format_version") != FORMAT_VERSION:
+            raise IndexFormatError(
+                f"the chunks in {self.folder} have format_version {recorded.get('format_version')!r}, this spacy-sapbert "
+                f"writes {FORMAT_VERSION}; {remove}"
+            )
+        check_vector_settings(
+            recorded, self.manifest, what=f"the encoded chunks in {self.folder}", rebuild=remove,
+            current_source="this build has", encoder_source="this build's encoder has",
+        )
+        for key, meaning in (("chunk_size", "chunk_size"), ("n_names", "number of names"), ("names_sha256", "names")):
+            if recorded.get(key) != self.manifest[key]:
+                raise IndexFormatError(
+                    f"the encoded chunks in {self.folder} are of another vocabulary or chunking: its {meaning} differs "
+                    f"({key} {recorded.get(key)!r} there, {self.manifest[key]!r} here); {remove}"
+                )
+
+    def _load(self, path: Path, n_rows: int, dim) -> numpy.ndarray:
+        try:
+            vectors = numpy.load(path, allow_pickle=False)
+        except (ValueError, OSError, EOFError) as err:
+            raise IndexFormatError(f"the chunk file {path} is corrupt ({err}); delete it to encode that chunk again") from err
+        self._check(vectors, n_rows, dim, f"the chunk file {path}")
+        return vectors
+
+    @staticmethod
+    def _check(vectors: numpy.ndarray, n_rows: int, dim, what: str) -> None:
+        if vectors.dtype != numpy.float32 or vectors.ndim != 2 or len(vectors) != n_rows or (dim and vectors.shape[1] != dim):
+            raise IndexFormatError(
+                f"{what} holds {vectors.dtype} vectors of shape {vectors.shape}, expected {n_rows} float32 rows"
+                + (f" of dimension {dim}" if dim else "")
+            )
+
+
+def remove_chunks(folder: Union[str, Path]) -> None:
+    """Delete the manifest and chunk files of a chunk folder (nothing else), then the folder if it is empty."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return
+    for entry in folder.iterdir():
+        if OWN_FILE.match(entry.name) and entry.is_file():
+            entry.unlink()
+    if not any(folder.iterdir()):
+        folder.rmdir()
+
+
+def _save_npy(path: Path, vectors: numpy.ndarray) -> None:
+    with open(path, "wb") as f:  # a file object: numpy.save would append .npy to a path
+        numpy.save(f, vectors, allow_pickle=False)
