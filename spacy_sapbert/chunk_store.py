@@ -20,7 +20,7 @@ import numpy
 import srsly
 
 from .errors import IndexFormatError
-from .io import atomic_write, atomic_write_text
+from .io import atomic_write, atomic_write_text, write_npy
 from .outputs import OutputExistsError
 
 FORMAT_VERSION = 1
@@ -28,7 +28,7 @@ DEFAULT_CHUNK_SIZE = 10000
 MANIFEST_FILE = "manifest.json"
 CHUNK_NAME = "chunk-{:06d}.npy"
 # the chunk files, and the temporary files atomic_write leaves when a kill interrupts it
-OWN_FILE = re.compile(r"^(chunk-\d{6}\.npy|manifest\.json|\.(chunk-\d{6}\.npy|manifest\.json)\..*\.tmp)$")
+OWN_FILE = re.compile(r"^(chunk-\d{6}\.npy|manifest\.json|rerank-float16\.npy|\.(chunk-\d{6}\.npy|manifest\.json)\..*\.tmp)$")
 
 Encode = Callable[[Sequence[str]], numpy.ndarray]
 
@@ -91,7 +91,7 @@ class ChunkStore:
             else:
                 vectors = numpy.ascontiguousarray(encode(rows), dtype="float32")
                 self._check(vectors, len(rows), dim, f"the encoder's output for {path.name}")
-                atomic_write(path, lambda tmp: _save_npy(tmp, vectors))
+                atomic_write(path, lambda tmp: write_npy(tmp, vectors))
                 if bar is not None:
                     bar.update(len(rows))
             dim = vectors.shape[1]
@@ -167,8 +167,3 @@ def remove_chunks(folder: Union[str, Path]) -> None:
             entry.unlink()
     if not any(folder.iterdir()):
         folder.rmdir()
-
-
-def _save_npy(path: Path, vectors: numpy.ndarray) -> None:
-    with open(path, "wb") as f:  # a file object: numpy.save would append .npy to a path
-        numpy.save(f, vectors, allow_pickle=False)

@@ -112,6 +112,7 @@ def build_index_command(
     threshold: float = typer.Option(0.0, help="Minimum score of a linked concept."),
     remove_punctuation: bool = typer.Option(False, "--remove-punctuation/--keep-punctuation", help="Punctuation to spaces in names and mentions (the evaluation protocol's default; SapBERT keeps it)."),
     spell_check: Optional[Path] = typer.Option(None, help="misspelling||correction file applied to names and mentions, saved with the index."),
+    index_type: str = typer.Option("flat", help="flat (exact), hnsw, fp16, sq8, ivfpq (compressed, re-scored exactly) or auto (flat below 1M names, else ivfpq)."),
     chunk_dir: Optional[Path] = typer.Option(None, help="Where finished chunks of encoded names are kept until the pipeline is saved, so a killed build resumes when run again. Default: OUTPUT.chunks beside the output."),
     chunk_size: int = typer.Option(DEFAULT_CHUNK_SIZE, help="Names encoded and saved per chunk."),
     overwrite: bool = typer.Option(False, help=OVERWRITE_HELP),
@@ -140,6 +141,7 @@ def build_index_command(
         "k": k,
         "threshold": threshold,
         "remove_punctuation": remove_punctuation,
+        "index_type": index_type,
     }
     chunk_dir = chunk_dir or output.with_name(output.name + ".chunks")
     nlp = build_pipeline(
@@ -148,7 +150,8 @@ def build_index_command(
     )
     save_pipeline(nlp, output, overwrite=overwrite)
     remove_chunks(chunk_dir)
-    typer.echo(f"pipeline with {len(the_linker(nlp).index.names)} indexed names written to {output}", err=True)
+    index = the_linker(nlp).index
+    typer.echo(f"pipeline with {len(index.names)} indexed names (index_type {index.index_type}) written to {output}", err=True)
 
 
 @app.command("assemble")

@@ -11,18 +11,25 @@ import srsly
 
 from .chunk_store import DEFAULT_CHUNK_SIZE, ChunkStore
 from .errors import IndexFormatError
-from .io import atomic_write, atomic_write_bytes, atomic_write_text
+from .index_types import (
+    DEFAULT_NPROBE, DEFAULT_SHORTLIST, RERANKED, TRAINED, choose_index_type, fill_index, rescored, set_search_params,
+)
+from .io import atomic_write, atomic_write_bytes, atomic_write_text, write_npy
 from .kb import Concept, ConceptTable, KnowledgeBase
 from .normalizer import Normalizer
 
-INDEX_TYPES = ("flat", "hnsw")
 # 2: meta.json records the encoder fingerprint, pooling, max_length and the vocabulary hash.
 # 3: and the Normalizer (lowercase, remove_punctuation, spelling corrections) that made the names.
 # 4: spelling corrections apply to queries only, never to the indexed names.
 # 5: concepts.msgpack holds columns (ids, names, flat synonyms/types/xrefs/alt_ids with offsets), and
 #    names.msgpack the name/concept pairs as int64 bytes.
-FORMAT_VERSION = 5
+# 6: index types fp16, sq8 and ivfpq; an ivfpq index keeps its float16 re-scoring vectors in rerank.npy.
+#    Format 5 indexes (flat or hnsw, same files) are read as they are.
+FORMAT_VERSION = 6
+READABLE_VERSIONS = (5, 6)
 META_FILE, CONCEPTS_FILE, NAMES_FILE, VECTORS_FILE = "meta.json", "concepts.msgpack", "names.msgpack", "vectors.faiss"
+RERANK_FILE = "rerank.npy"
+RERANK_CHUNK_FILE = "rerank-float16.npy"  # beside the chunks of a chunked build, until the index is saved
 
 Candidate = Tuple[str, float]
 
@@ -100,17 +107,6 @@ def format_version_error(kind: str, source: str, version: Any, expected: int, re
     )
 
 
-def make_faiss_index(dim: int, index_type: str = "flat") -> faiss.Index:
-    """An empty inner-product faiss index: exact (`flat`) or approximate HNSW for very large vocabularies."""
-    if index_type == "flat":
-        return faiss.IndexFlatIP(dim)
-    if index_type == "hnsw":
-        index = faiss.IndexHNSWFlat(dim, 32, faiss.METRIC_INNER_PRODUCT)
-        index.hnsw.efSearch = 128
-        return index
-    raise IndexFormatError(f"index_type={index_type!r} is not supported; choose one of {list(INDEX_TYPES)}")
-
-
 def name_table(concepts: Sequence[Concept], normalizer: Normalizer) -> Tuple[List[str], numpy.ndarray, numpy.ndarray]:
     """Distinct normalized names, and the (name row, concept row) pairs linking them, deduplicated."""
     name_rows: Dict[str, int] = {}
@@ -174,12 +170,22 @@ class ConceptIndex:
         index_type: str = "flat",
         encoder: Optional[Mapping[str, Any]] = None,
         vocabulary: Optional[str] = None,
+        rerank: Optional[numpy.ndarray] = None,
     ):
         """`concepts`: the concepts, one row each, that the pairs point to; `encoder`: the ENCODER_SETTINGS
         the vectors were made with (None: unknown, an `encode` function); `vocabulary`: the
-        vocabulary_hash of the concepts."""
+        vocabulary_hash of the concepts; `rerank`: the float16 vectors of a RERANKED index type."""
         if vectors.ntotal != len(names):
             raise IndexFormatError(f"the faiss index holds {vectors.ntotal} vectors but there are {len(names)} names")
+        if (index_type in RERANKED) != (rerank is not None) or (rerank is not None and rerank.shape != (len(names), vectors.d)):
+            raise IndexFormatError(
+                f"index_type={index_type!r} with re-scoring vectors of shape {None if rerank is None else rerank.shape} "
+                f"for {len(names)} names of dimension {vectors.d}: the files come from different builds"
+            )
+        self.rerank = rerank
+        self.nprobe = DEFAULT_NPROBE
+        self.shortlist = DEFAULT_SHORTLIST
+        set_search_params(vectors, self.nprobe)
         self.concepts = concepts
         self.names = names
         self.vectors = vectors
@@ -196,6 +202,14 @@ class ConceptIndex:
     @property
     def dim(self) -> int:
         return int(self.vectors.d)
+
+    def set_search_params(self, nprobe: int = DEFAULT_NPROBE, shortlist: int = DEFAULT_SHORTLIST) -> None:
+        """Search-time settings of approximate types: inverted lists scanned (`ivfpq`) and how many
+        candidates are re-scored exactly; they trade speed for recall and never change the vectors."""
+        if nprobe < 1 or shortlist < 1:
+            raise ValueError(f"nprobe={nprobe} and shortlist={shortlist} must be at least 1")
+        self.nprobe, self.shortlist = nprobe, shortlist
+        set_search_params(self.vectors, nprobe)
 
     @property
     def settings(self) -> Dict[str, Any]:
@@ -230,31 +244,37 @@ class ConceptIndex:
         `encoder`: the encoder_settings() of the encoder behind `encode`, recorded in the meta.
         `chunk_dir`: encode `chunk_size` names at a time into this folder (a `ChunkStore`), so a build
         that is killed resumes from its finished chunks when started again; vectors are added to faiss
-        chunk by chunk. Without it, all names are encoded in one call (`progress` is then `encode`'s).
+        chunk by chunk (and an `ivfpq` build keeps its re-scoring vectors there, memory-mapped, until
+        the index is saved). Without it, all names are encoded in one call (`progress` is then `encode`'s).
+        `index_type`: one of index_types.CONFIG_INDEX_TYPES (`auto` picks by the number of names).
         """
         concepts = list(concepts if isinstance(concepts, KnowledgeBase) else KnowledgeBase(concepts))
         if not concepts:
             raise IndexFormatError("the vocabulary gave no concepts; check the vocabulary file and its format")
         names, pair_names, pair_concepts = name_table(concepts, normalizer)
+        index_type = choose_index_type(index_type, len(names))
+        rerank_file = None
         if chunk_dir is None:
-            blocks: Iterable[numpy.ndarray] = [encode(names)]
+            encoded = [encode(names)]
+            blocks = lambda: encoded  # noqa: E731
         else:
             if encoder is None:
                 raise ValueError("a chunked build needs the encoder settings (encoder=encoder_settings(encoder))")
             settings = {**encoder, **normalizer.settings(), "normalize": normalize}
-            blocks = ChunkStore(chunk_dir, names, settings, chunk_size).vectors(encode, progress=progress)
-        faiss_index = None
-        for block in blocks:
-            vectors = float32_rows(block, normalize)
-            if faiss_index is None:
-                faiss_index = make_faiss_index(vectors.shape[1], index_type)
-            faiss_index.add(vectors)
-        if faiss_index is None:
-            raise IndexFormatError("the vocabulary gave no names to index; check the vocabulary file and its format")
+            store = ChunkStore(chunk_dir, names, settings, chunk_size)
+            if index_type in TRAINED:  # read twice (a training sample, then every vector): encode them all first
+                for _ in store.vectors(encode, progress=progress):
+                    pass
+                progress = False
+            blocks = lambda: store.vectors(encode, progress=progress)  # noqa: E731
+            rerank_file = str(store.folder / RERANK_CHUNK_FILE)
+        faiss_index, rerank = fill_index(
+            blocks, len(names), index_type, lambda block: float32_rows(block, normalize), rerank_file=rerank_file
+        )
         return cls(
             ConceptTable.from_concepts(concepts), names, pair_names, pair_concepts, faiss_index,
             normalizer=normalizer, normalize=normalize, index_type=index_type,
-            encoder=encoder, vocabulary=vocabulary_hash(concepts),
+            encoder=encoder, vocabulary=vocabulary_hash(concepts), rerank=rerank,
         )
 
     def concept(self, concept_id: str) -> Optional[Concept]:
@@ -280,7 +300,10 @@ class ConceptIndex:
                 existing.add(pair)
                 new_pairs.append(pair)
         if new_names:
-            self.vectors.add(float32_rows(encode(new_names), self.normalize))
+            vectors = float32_rows(encode(new_names), self.normalize)
+            self.vectors.add(vectors)
+            if self.rerank is not None:  # read into memory: fine for a few thousand training mentions
+                self.rerank = numpy.concatenate([self.rerank, vectors.astype("float16")])
             self.names.extend(new_names)
         if new_pairs:
             added = numpy.array(new_pairs, dtype="int64")
@@ -301,17 +324,26 @@ class ConceptIndex:
         pending = numpy.arange(len(queries))
         depth = min(self.vectors.ntotal, 4 * k + 16)
         while len(pending):
-            scores, rows = self.vectors.search(queries[pending], depth)
+            scores, rows = self._name_hits(queries[pending], depth)
             unfinished = []
             for qi, score_row, name_row in zip(pending, scores, rows):
                 hits = self.links.concept_hits(score_row, name_row, k, self.concepts.ids)
-                if len(hits) < k and depth < self.vectors.ntotal:
+                # a -1 row: the index has no more names for this query (an inverted file's scanned lists ran out)
+                if len(hits) < k and depth < self.vectors.ntotal and name_row[-1] >= 0:
                     unfinished.append(qi)
                 else:
                     results[qi] = hits
             pending = numpy.array(unfinished, dtype="int64")
             depth = min(self.vectors.ntotal, depth * 4)
         return results  # type: ignore[return-value]
+
+    def _name_hits(self, queries: numpy.ndarray, depth: int) -> Tuple[numpy.ndarray, numpy.ndarray]:
+        """The `depth` best (score, name row) of each query; a RERANKED type re-scores a wider shortlist
+        exactly against its float16 vectors."""
+        if self.rerank is None:
+            return self.vectors.search(queries, depth)
+        _, rows = self.vectors.search(queries, min(self.vectors.ntotal, max(depth, self.shortlist)))
+        return rescored(queries, rows, self.rerank, depth)
 
     # serialization -----------------------------------------------------------------------------
 
@@ -345,6 +377,8 @@ class ConceptIndex:
         folder.mkdir(parents=True, exist_ok=True)
         concepts, names = self._tables()
         atomic_write(folder / VECTORS_FILE, lambda tmp: faiss.write_index(self.vectors, str(tmp)))
+        if self.rerank is not None:
+            atomic_write(folder / RERANK_FILE, lambda tmp: write_npy(tmp, self.rerank))
         atomic_write_bytes(folder / CONCEPTS_FILE, concepts)
         atomic_write_bytes(folder / NAMES_FILE, names)
         atomic_write_text(folder / META_FILE, srsly.json_dumps(self.meta(), indent=2))
@@ -357,20 +391,27 @@ class ConceptIndex:
             if not path.exists():
                 raise IndexFormatError(f"the concept index file {path} is missing; rebuild the index (build-index)")
         meta = read_table(files[META_FILE], srsly.read_json)
-        if meta.get("format_version") != FORMAT_VERSION:  # before reading the large files
+        if meta.get("format_version") not in READABLE_VERSIONS:  # before reading the large files
             raise format_version_error("index", str(folder), meta.get("format_version"), FORMAT_VERSION, "build-index")
+        rerank = None
+        if meta.get("index_type") in RERANKED:
+            rerank = read_rerank(folder / RERANK_FILE)
         return cls._assemble(
             meta,
             read_table(files[CONCEPTS_FILE], srsly.read_msgpack),
             read_table(files[NAMES_FILE], srsly.read_msgpack),
             read_faiss_file(files[VECTORS_FILE]),
             source=str(folder),
+            rerank=rerank,
         )
 
     def to_bytes(self) -> bytes:
         concepts, names = self._tables()
         vectors = faiss.serialize_index(self.vectors).tobytes()
-        return srsly.msgpack_dumps({"meta": self.meta(), "concepts": concepts, "names": names, "vectors": vectors})
+        rerank = None if self.rerank is None else numpy.ascontiguousarray(self.rerank, dtype="<f2").tobytes()
+        return srsly.msgpack_dumps(
+            {"meta": self.meta(), "concepts": concepts, "names": names, "vectors": vectors, "rerank": rerank}
+        )
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "ConceptIndex":
@@ -379,18 +420,28 @@ class ConceptIndex:
             vectors = faiss.deserialize_index(numpy.frombuffer(msg["vectors"], dtype="uint8"))
             concepts = srsly.msgpack_loads(msg["concepts"])
             names = srsly.msgpack_loads(msg["names"])
+            rerank = msg.get("rerank")
+            if rerank is not None:
+                rerank = numpy.frombuffer(rerank, dtype="<f2").reshape(-1, vectors.d).astype("float16")
         except (ValueError, KeyError, TypeError, RuntimeError) as err:
             raise IndexFormatError(f"the serialized concept index is corrupt: {err}") from err
-        return cls._assemble(msg["meta"], concepts, names, vectors, source="the serialized data")
+        return cls._assemble(msg["meta"], concepts, names, vectors, source="the serialized data", rerank=rerank)
 
     @classmethod
-    def _assemble(cls, meta: dict, concepts: dict, names: dict, vectors: faiss.Index, source: str) -> "ConceptIndex":
-        if meta.get("format_version") != FORMAT_VERSION:
+    def _assemble(
+        cls, meta: dict, concepts: dict, names: dict, vectors: faiss.Index, source: str, rerank: Optional[numpy.ndarray] = None
+    ) -> "ConceptIndex":
+        if meta.get("format_version") not in READABLE_VERSIONS:
             raise format_version_error("index", source, meta.get("format_version"), FORMAT_VERSION, "build-index")
         if vectors.d != meta["dim"] or vectors.ntotal != meta["n_names"]:
             raise IndexFormatError(
                 f"{source}: {VECTORS_FILE} has dimension {vectors.d} and {vectors.ntotal} vectors, but {META_FILE} "
                 f"says dimension {meta['dim']} and {meta['n_names']} names; the files come from different builds"
+            )
+        if rerank is not None and rerank.shape != (meta["n_names"], meta["dim"]):
+            raise IndexFormatError(
+                f"{source}: {RERANK_FILE} holds {rerank.shape[0]} vectors of dimension {rerank.shape[1]}, but {META_FILE} "
+                f"says {meta['n_names']} names of dimension {meta['dim']}; the files come from different builds"
             )
         table, pair_names, pair_concepts = read_columns(concepts, names, source)
         return cls(
@@ -404,6 +455,7 @@ class ConceptIndex:
             index_type=meta["index_type"],
             encoder=meta,
             vocabulary=meta.get("vocabulary_hash"),
+            rerank=rerank,
         )
 
 
@@ -446,3 +498,16 @@ def read_faiss_file(path: Path) -> faiss.Index:
         return faiss.read_index(str(path))
     except RuntimeError as err:
         raise IndexFormatError(f"the faiss index file {path} is corrupt: {err}") from err
+
+
+def read_rerank(path: Path) -> numpy.ndarray:
+    """The float16 re-scoring vectors of an index, memory-mapped (pages are read as queries touch them)."""
+    try:
+        rerank = numpy.load(path, mmap_mode="r", allow_pickle=False)
+    except FileNotFoundError as err:
+        raise IndexFormatError(f"the re-scoring vector file {path} is missing; rebuild the index (build-index)") from err
+    except (ValueError, OSError) as err:
+        raise IndexFormatError(f"the re-scoring vector file {path} is corrupt: {err}") from err
+    if rerank.dtype != numpy.float16 or rerank.ndim != 2:
+        raise IndexFormatError(f"the re-scoring vector file {path} holds {rerank.dtype} of shape {rerank.shape}, not float16 rows")
+    return rerank

@@ -6,6 +6,8 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Union
 
+import numpy
+
 
 def atomic_write(path: Union[str, Path], writer: Callable[[Path], None]) -> None:
     """Call `writer(tmp_path)` on a temporary file next to `path`, then rename it into place."""
@@ -28,3 +30,9 @@ def atomic_write_bytes(path: Union[str, Path], data: bytes) -> None:
 
 def atomic_write_text(path: Union[str, Path], text: str) -> None:
     atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf8"))
+
+
+def write_npy(path: Union[str, Path], array: numpy.ndarray) -> None:
+    """`array` as a .npy file at exactly `path` (numpy.save appends .npy to a path without it)."""
+    with open(path, "wb") as f:
+        numpy.save(f, array, allow_pickle=False)

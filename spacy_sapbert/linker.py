@@ -19,7 +19,8 @@ from .backends import BACKENDS
 from .chunk_store import DEFAULT_CHUNK_SIZE
 from .encoder import POOLINGS, Encoder, resolve_device
 from .errors import IndexFormatError, NotInitializedError, SapbertError
-from .index import INDEX_TYPES, Candidate, ConceptIndex, check_vector_settings, encoder_settings
+from .index import Candidate, ConceptIndex, check_vector_settings, encoder_settings
+from .index_types import CONFIG_INDEX_TYPES, DEFAULT_NPROBE, DEFAULT_SHORTLIST
 from .kb import Concept
 from .memory import MemorySettings, MentionMemory
 from .normalizer import Normalizer
@@ -46,6 +47,8 @@ DEFAULT_CONFIG = {
     "remove_punctuation": False,
     "normalize": True,
     "index_type": "flat",
+    "nprobe": DEFAULT_NPROBE,
+    "shortlist": DEFAULT_SHORTLIST,
     "use_long_form": True,
     "use_memory": True,
     "memory_k": 4,
@@ -116,6 +119,8 @@ def make_sapbert_linker(
     remove_punctuation: bool,
     normalize: bool,
     index_type: str,
+    nprobe: int,
+    shortlist: int,
     use_long_form: bool,
     use_memory: bool,
     memory_k: int,
@@ -143,6 +148,8 @@ def make_sapbert_linker(
         remove_punctuation=remove_punctuation,
         normalize=normalize,
         index_type=index_type,
+        nprobe=nprobe,
+        shortlist=shortlist,
         use_long_form=use_long_form,
         use_memory=use_memory,
         memory_k=memory_k,
@@ -186,6 +193,8 @@ class SapbertLinker(Pipe):
         remove_punctuation: bool = False,
         normalize: bool = True,
         index_type: str = "flat",
+        nprobe: int = DEFAULT_NPROBE,
+        shortlist: int = DEFAULT_SHORTLIST,
         use_long_form: bool = True,
         use_memory: bool = True,
         memory_k: int = 4,
@@ -199,7 +208,7 @@ class SapbertLinker(Pipe):
         check_config(
             k=k, max_entities_per_mention=max_entities_per_mention, batch_size=batch_size, max_length=max_length,
             pooling=pooling, index_type=index_type, threshold=threshold, normalize=normalize, device=device,
-            vector_cache_size=vector_cache_size, backend=backend,
+            vector_cache_size=vector_cache_size, backend=backend, nprobe=nprobe, shortlist=shortlist,
         )
         self.vocab = vocab
         self.name = name
@@ -214,6 +223,8 @@ class SapbertLinker(Pipe):
         self.normalizer = Normalizer(lowercase, remove_punctuation)
         self.normalize = normalize
         self.index_type = index_type
+        self.nprobe = nprobe
+        self.shortlist = shortlist
         self.use_long_form = use_long_form
         self.scorer = scorer
         self.use_memory = use_memory
@@ -291,6 +302,7 @@ class SapbertLinker(Pipe):
             chunk_size=chunk_size,
             progress=progress,
         )
+        self.index.set_search_params(self.nprobe, self.shortlist)
 
     def _require_encoder(self) -> Encoder:
         if self.encoder is None:
@@ -537,7 +549,9 @@ class SapbertLinker(Pipe):
             encoder_source = f"the encoder in {encoder_dir} has"
         else:
             encoder_source = "the loaded encoder has"
-        if self.index is not None and self.index.index_type != self.index_type:
+        if self.index is not None:
+            self.index.set_search_params(self.nprobe, self.shortlist)
+        if self.index is not None and self.index_type != "auto" and self.index.index_type != self.index_type:
             where = Path(source) / INDEX_DIR if source != "bytes" else f"{INDEX_DIR} (from bytes)"
             raise IndexFormatError(
                 f"{self.name}: the index in {where} was built with index_type={self.index.index_type!r} but the config "
@@ -591,9 +605,12 @@ def check_config(
     device: str,
     vector_cache_size: int,
     backend: str,
+    nprobe: int = DEFAULT_NPROBE,
+    shortlist: int = DEFAULT_SHORTLIST,
 ) -> None:
     """Refuse at `add_pipe` (not later, at `initialize`) the config values that can never work, naming the key."""
-    for key, value in (("k", k), ("max_entities_per_mention", max_entities_per_mention), ("batch_size", batch_size)):
+    for key, value in (("k", k), ("max_entities_per_mention", max_entities_per_mention), ("batch_size", batch_size),
+                       ("nprobe", nprobe), ("shortlist", shortlist)):
         if value < 1:
             raise SapbertError(f"sapbert_linker config key `{key}` must be at least 1, got {value}")
     if backend not in BACKENDS:
@@ -604,8 +621,8 @@ def check_config(
         raise SapbertError(f"sapbert_linker config key `max_length` must leave room for [CLS] and [SEP] (at least 2), got {max_length}")
     if pooling not in POOLINGS:
         raise SapbertError(f"sapbert_linker config key `pooling` is {pooling!r}; choose one of {list(POOLINGS)}")
-    if index_type not in INDEX_TYPES:
-        raise SapbertError(f"sapbert_linker config key `index_type` is {index_type!r}; choose one of {list(INDEX_TYPES)}")
+    if index_type not in CONFIG_INDEX_TYPES:
+        raise SapbertError(f"sapbert_linker config key `index_type` is {index_type!r}; choose one of {list(CONFIG_INDEX_TYPES)}")
     if normalize and threshold > 1.0:
         raise SapbertError(
             f"sapbert_linker config key `threshold` is {threshold}, above the highest possible score 1.0 "

@@ -28,6 +28,8 @@ runner = CliRunner()
         ("threshold", 1.5, "`threshold`"),
         ("max_length", 1, "`max_length`"),
         ("k", 0, "`k`"),
+        ("nprobe", 0, "`nprobe`"),
+        ("index_type", "ivf_pq", "auto"),
     ],
 )
 def test_impossible_config_values_fail_at_add_pipe(key, value, words):

@@ -257,7 +257,7 @@ def test_saved_concepts_are_columns_not_records(tmp_path):
     assert columns["ids"] == ["A", "B", "C", "D"]
     assert columns["alt_ids"] == ["A2", "shared", "A3", "A", "shared", "C", "D-alt"]
     assert numpy.frombuffer(columns["alt_ids_offsets"], dtype="<i8").tolist() == [0, 3, 5, 5, 7]
-    assert srsly.read_json(tmp_path / "index" / "meta.json")["format_version"] == 5
+    assert srsly.read_json(tmp_path / "index" / "meta.json")["format_version"] == 6
 
 
 def test_malformed_concept_columns_name_the_file(tmp_path):
@@ -275,4 +275,4 @@ def test_an_index_of_format_4_is_refused_in_one_line(tmp_path):
     srsly.write_json(tmp_path / "index" / "meta.json", {**meta, "format_version": 4})
     with pytest.raises(IndexFormatError) as err:
         ConceptIndex.from_disk(tmp_path / "index")
-    assert "has format_version 4 but this spacy-sapbert reads 5" in str(err.value) and "\n" not in str(err.value)
+    assert "has format_version 4 but this spacy-sapbert reads 6" in str(err.value) and "\n" not in str(err.value)

@@ -1,0 +1,185 @@
+"""Index types side by side at a million names and more: memory, disk, build, load, speed and recall.
+
+    python benchmarks/bench_index_types.py --base-index INDEX_DIR --dir /tmp/bench-types [--names 1000000]
+        [--queries 2000] [--types flat fp16 sq8 ivfpq hnsw] [--nprobe 16 64] [--shortlist 100]
+
+Vectors with the structure of real name embeddings: the base set is the vectors of a saved concept
+index (e.g. MEDIC encoded by an offline encoder: the `index` folder of a `build-index` pipeline, or an
+`evaluate --cache-dir` entry). The i-th synthetic name is base vector (i mod B) plus Gaussian noise
+of norm --noise (0.5: cosine about 0.89 with its base vector, about the similarity of a real name and its
+nearest other name), then scaled to unit length; queries are further noisy copies of random base
+vectors, not in the index. The synthetic vectors are written once to DIR/vectors-f16.npy (float16) and
+read from there in chunks, so 10M x 768 never sits in memory; the exact ground truth (top-10 by inner
+product) is a chunked brute-force pass over that file.
+
+Each type is built by `ConceptIndex.build` (chunked, one concept per name) and saved; then a fresh
+process loads it and reports resident memory added by the load (codes, name and concept tables),
+load time, queries per second (batches of 256, concept-level top-10 search) and recall@1/@10 against
+the exact ground truth. `ivfpq` is measured at every --nprobe.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+CHUNK = 100_000
+
+LOAD_AND_SEARCH = """
+import json, sys, time
+import numpy
+from spacy_sapbert.index import ConceptIndex
+
+def rss_mb():
+    return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmRSS:")) / 1024
+
+folder, queries_path, truth_path, nprobe, shortlist = sys.argv[1:6]
+queries = numpy.load(queries_path)
+truth = numpy.load(truth_path)
+before = rss_mb()
+start = time.perf_counter()
+index = ConceptIndex.from_disk(folder)
+load_s = time.perf_counter() - start
+loaded_mb = rss_mb() - before
+index.set_search_params(int(nprobe), int(shortlist))
+hits = []
+start = time.perf_counter()
+for first in range(0, len(queries), 256):
+    hits.extend(index.search(queries[first : first + 256], 10))
+search_s = time.perf_counter() - start
+rows = [[int(cid[1:]) for cid, _ in h] for h in hits]
+recall1 = numpy.mean([bool(r) and r[0] == t[0] for r, t in zip(rows, truth.tolist())])
+recall10 = numpy.mean([len(set(r) & set(t)) / 10 for r, t in zip(rows, truth.tolist())])
+print(json.dumps({"load_s": load_s, "loaded_mb": loaded_mb, "after_search_mb": rss_mb() - before,
+                  "qps": len(queries) / search_s, "recall1": recall1, "recall10": recall10}))
+"""
+
+
+def base_vectors(index_dir: Path) -> numpy.ndarray:
+    import faiss
+
+    index = faiss.read_index(str(index_dir / "vectors.faiss"))
+    vectors = index.reconstruct_n(0, index.ntotal)
+    faiss.normalize_L2(vectors)
+    return vectors
+
+
+def noisy_copies(base: numpy.ndarray, rows: numpy.ndarray, noise: float, seed: int) -> numpy.ndarray:
+    """Unit vectors: base[rows] plus Gaussian noise of norm about `noise`."""
+    rng = numpy.random.default_rng(seed)
+    vectors = base[rows] + rng.standard_normal((len(rows), base.shape[1]), dtype="float32") * (noise / numpy.sqrt(base.shape[1]))
+    return vectors / numpy.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def write_synthetic(base: numpy.ndarray, n: int, noise: float, path: Path) -> numpy.ndarray:
+    """The n synthetic name vectors as a float16 .npy at `path` (made once, then reused)."""
+    if path.exists():
+        vectors = numpy.load(path, mmap_mode="r")
+        if vectors.shape == (n, base.shape[1]):
+            return vectors
+    tmp = path.with_suffix(".tmp.npy")
+    out = numpy.lib.format.open_memmap(tmp, mode="w+", dtype="float16", shape=(n, base.shape[1]))
+    for first in range(0, n, CHUNK):
+        rows = numpy.arange(first, min(n, first + CHUNK)) % len(base)
+        out[first : first + len(rows)] = noisy_copies(base, rows, noise, seed=first)
+    out.flush()
+    del out
+    tmp.replace(path)
+    return numpy.load(path, mmap_mode="r")
+
+
+def exact_top10(vectors: numpy.ndarray, queries: numpy.ndarray) -> numpy.ndarray:
+    """Row numbers of the 10 best inner products of each query, by a chunked pass over `vectors`."""
+    best_scores = numpy.full((len(queries), 10), -numpy.inf, dtype="float32")
+    best_rows = numpy.zeros((len(queries), 10), dtype="int64")
+    for first in range(0, len(vectors), CHUNK):
+        block = numpy.asarray(vectors[first : first + CHUNK], dtype="float32")
+        scores = queries @ block.T
+        rows = numpy.broadcast_to(numpy.arange(first, first + len(block)), scores.shape)
+        keep = min(10, scores.shape[1])
+        top = numpy.argpartition(-scores, keep - 1, axis=1)[:, :keep]  # this block's best, unordered
+        scores = numpy.concatenate([best_scores, numpy.take_along_axis(scores, top, axis=1)], axis=1)
+        rows = numpy.concatenate([best_rows, numpy.take_along_axis(rows, top, axis=1)], axis=1)
+        order = numpy.argsort(-scores, axis=1, kind="stable")[:, :10]
+        best_scores = numpy.take_along_axis(scores, order, axis=1)
+        best_rows = numpy.take_along_axis(rows, order, axis=1)
+    return best_rows
+
+
+def build(index_type: str, vectors: numpy.ndarray, folder: Path, scratch: Path) -> float:
+    from spacy_sapbert.index import ConceptIndex
+    from spacy_sapbert.kb import Concept
+
+    concepts = [Concept(f"C{i}", f"n{i}") for i in range(len(vectors))]
+
+    def encode(names):
+        rows = numpy.fromiter((int(name[1:]) for name in names), dtype="int64", count=len(names))
+        return numpy.asarray(vectors[rows[0] : rows[-1] + 1], dtype="float32")  # names come in row order
+
+    settings = {"encoder_fingerprint": "synthetic", "backend": "torch", "pooling": "mean", "max_length": 25}
+    start = time.perf_counter()
+    index = ConceptIndex.build(concepts, encode, encoder=settings, index_type=index_type, chunk_dir=scratch, chunk_size=CHUNK)
+    index.to_disk(folder)
+    seconds = time.perf_counter() - start
+    shutil.rmtree(scratch)
+    return seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base-index", type=Path, required=True, help="A saved concept index whose vectors are the base set.")
+    parser.add_argument("--dir", type=Path, required=True)
+    parser.add_argument("--names", type=int, default=1_000_000)
+    parser.add_argument("--queries", type=int, default=2000)
+    parser.add_argument("--noise", type=float, default=0.5)
+    parser.add_argument("--types", nargs="+", default=["flat", "fp16", "sq8", "ivfpq", "hnsw"])
+    parser.add_argument("--nprobe", type=int, nargs="+", default=[16, 64])
+    parser.add_argument("--shortlist", type=int, default=100)
+    args = parser.parse_args()
+    args.dir.mkdir(parents=True, exist_ok=True)
+
+    base = base_vectors(args.base_index)
+    dim = base.shape[1]
+    vectors = write_synthetic(base, args.names, args.noise, args.dir / f"vectors-{args.names}x{dim}-f16.npy")
+    queries = noisy_copies(base, numpy.random.default_rng(1).integers(0, len(base), args.queries), args.noise, seed=10**9)
+    queries = queries.astype("float32")
+    start = time.perf_counter()
+    truth = exact_top10(vectors, queries)
+    print(f"{args.names:,} names x {dim} from {len(base):,} base vectors of {args.base_index}; {args.queries:,} queries; "
+          f"exact ground truth in {time.perf_counter() - start:.0f} s", flush=True)
+    numpy.save(args.dir / "queries.npy", queries)
+    numpy.save(args.dir / "truth.npy", truth)
+
+    print("\n| type | build s | disk bytes/name | resident bytes/name after load | after search | load s | queries/s | recall@1 | recall@10 |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for index_type in args.types:
+        folder = args.dir / f"index-{index_type}"
+        seconds = build(index_type, vectors, folder, args.dir / f"chunks-{index_type}")
+        disk = sum(p.stat().st_size for p in folder.iterdir())
+        for nprobe in args.nprobe if index_type == "ivfpq" else args.nprobe[:1]:
+            done = subprocess.run(
+                [sys.executable, "-c", LOAD_AND_SEARCH, str(folder), str(args.dir / "queries.npy"), str(args.dir / "truth.npy"),
+                 str(nprobe), str(args.shortlist)],
+                capture_output=True, text=True, cwd=REPO,
+            )
+            if done.returncode:
+                sys.exit(done.stderr[-3000:])
+            r = json.loads(done.stdout.strip().splitlines()[-1])
+            label = f"ivfpq (nprobe {nprobe}, shortlist {args.shortlist})" if index_type == "ivfpq" else index_type
+            mb = 2**20 / args.names
+            print(f"| {label} | {seconds:.0f} | {disk / args.names:.0f} | {r['loaded_mb'] * mb:.0f} | {r['after_search_mb'] * mb:.0f} | "
+                  f"{r['load_s']:.2f} | {r['qps']:.0f} | {r['recall1']:.3f} | {r['recall10']:.3f} |", flush=True)
+        shutil.rmtree(folder)
+
+
+if __name__ == "__main__":
+    main()

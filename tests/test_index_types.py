@@ -1,0 +1,176 @@
+"""Index types beside flat: scalar-quantized exact scans, IVF-PQ re-scored against float16 vectors, auto."""
+import faiss
+import numpy
+import pytest
+import srsly
+
+from spacy_sapbert import index_types
+from spacy_sapbert.errors import IndexFormatError
+from spacy_sapbert.index import RERANK_FILE, ConceptIndex
+from spacy_sapbert.index_types import INDEX_TYPES, choose_index_type, ivfpq_layout
+from spacy_sapbert.kb import Concept
+
+DIM = 32
+N_CONCEPTS = 300
+SETTINGS = {"encoder_fingerprint": "clustered", "backend": "torch", "pooling": "mean", "max_length": 25}
+CENTERS = numpy.random.default_rng(7).standard_normal((N_CONCEPTS, DIM)).astype("float32")
+
+
+def clustered_encode(texts):
+    """Names 'concept C variant V' lie near centre C (a stand-in for an encoder's synonym clusters)."""
+    rows = []
+    for text in texts:
+        _, c, _, v = text.split()
+        noise = numpy.random.default_rng(int(c) * 100 + int(v)).standard_normal(DIM).astype("float32")
+        rows.append(CENTERS[int(c)] + 0.6 * noise)
+    return numpy.stack(rows)
+
+
+def vocabulary():
+    return [Concept(f"C{c}", f"concept {c} variant 0", [f"concept {c} variant {v}" for v in (1, 2)]) for c in range(N_CONCEPTS)]
+
+
+def queries(n=120):
+    noise = numpy.random.default_rng(11).standard_normal((n, DIM)).astype("float32")
+    return CENTERS[:n] + 0.6 * noise
+
+
+@pytest.fixture(scope="module")
+def exact():
+    return ConceptIndex.build(vocabulary(), clustered_encode, encoder=SETTINGS)
+
+
+def ranked_ids(index, k=5):
+    return [[cid for cid, _ in hits] for hits in index.search(queries(), k)]
+
+
+@pytest.mark.parametrize("index_type", [t for t in INDEX_TYPES if t != "flat"])
+def test_every_type_keeps_the_concept_level_contract_and_agrees_with_exact_search(exact, index_type):
+    index = ConceptIndex.build(vocabulary(), clustered_encode, encoder=SETTINGS, index_type=index_type)
+    assert index.index_type == index_type
+    results = index.search(queries(), 5)
+    for hits in results:
+        ids = [cid for cid, _ in hits]
+        scores = [score for _, score in hits]
+        assert len(ids) == 5 and len(set(ids)) == 5 and scores == sorted(scores, reverse=True)
+    exact_ids = ranked_ids(exact)
+    top1 = numpy.mean([got[0] == want[0] for got, want in zip(ranked_ids(index), exact_ids)])
+    assert top1 >= 0.97, f"{index_type}: top-1 agreement {top1:.3f} with exact search"
+    if index_type in ("fp16", "ivfpq"):  # scores of float16 vectors (ivfpq: re-scored exactly against them)
+        exact_scores = {(qi, cid): s for qi, hits in enumerate(exact.search(queries(), 5)) for cid, s in hits}
+        for qi, hits in enumerate(results):
+            for cid, score in hits:
+                if (qi, cid) in exact_scores:
+                    assert score == pytest.approx(exact_scores[qi, cid], abs=2e-3)
+
+
+def test_ivfpq_rescoring_recovers_the_exact_name_ranking_that_pq_codes_blur(exact):
+    """Name-level top-10: the PQ codes alone lose neighbours that the exact re-scoring of the shortlist finds."""
+    index = ConceptIndex.build(vocabulary(), clustered_encode, encoder=SETTINGS, index_type="ivfpq")
+    q = queries()
+    faiss.normalize_L2(q)
+    _, want = exact.vectors.search(q, 10)
+    _, codes_only = index.vectors.search(q, 10)
+    _, rescored = index._name_hits(q, 10)
+
+    def recall(rows):
+        return numpy.mean([len(set(a) & set(b)) / 10 for a, b in zip(rows.tolist(), want.tolist())])
+
+    assert recall(rescored) >= 0.95 and recall(rescored) > recall(codes_only) + 0.05
+
+
+def test_nprobe_reaches_faiss_and_an_exhausted_probe_ends_the_search(exact):
+    index = ConceptIndex.build(vocabulary(), clustered_encode, encoder=SETTINGS, index_type="ivfpq")
+    index.set_search_params(nprobe=1, shortlist=10)
+    assert faiss.extract_index_ivf(index.vectors).nprobe == 1
+    hits = index.search(queries(3), 200)  # more concepts than one list holds: no deepening to every name
+    assert all(0 < len(h) < 200 and len({cid for cid, _ in h}) == len(h) for h in hits)
+
+
+def test_ivfpq_saves_its_rescoring_vectors_and_memory_maps_them_at_load(tmp_path):
+    index = ConceptIndex.build(vocabulary(), clustered_encode, encoder=SETTINGS, index_type="ivfpq")
+    index.to_disk(tmp_path / "index")
+    loaded = ConceptIndex.from_disk(tmp_path / "index")
+    assert isinstance(loaded.rerank, numpy.memmap) and loaded.rerank.dtype == numpy.float16
+    assert loaded.search(queries(), 5) == index.search(queries(), 5)
+    assert ConceptIndex.from_bytes(index.to_bytes()).search(queries(), 5) == index.search(queries(), 5)
+
+    (tmp_path / "index" / RERANK_FILE).unlink()
+    with pytest.raises(IndexFormatError, match=f"{RERANK_FILE} is missing"):
+        ConceptIndex.from_disk(tmp_path / "index")
+    numpy.save(tmp_path / "index" / RERANK_FILE, numpy.zeros((5, DIM), dtype="float16"))
+    with pytest.raises(IndexFormatError, match=f"{RERANK_FILE} holds 5 vectors.*different builds"):
+        ConceptIndex.from_disk(tmp_path / "index")
+
+
+def test_a_chunked_ivfpq_build_equals_the_one_call_build(tmp_path):
+    whole = ConceptIndex.build(vocabulary(), clustered_encode, encoder=SETTINGS, index_type="ivfpq")
+    chunked = ConceptIndex.build(
+        vocabulary(), clustered_encode, encoder=SETTINGS, index_type="ivfpq", chunk_dir=tmp_path / "c", chunk_size=64
+    )
+    numpy.testing.assert_array_equal(numpy.asarray(chunked.rerank), whole.rerank)
+    assert chunked.search(queries(), 5) == whole.search(queries(), 5)
+
+
+def test_added_names_are_rescored_too():
+    index = ConceptIndex.build(vocabulary(), clustered_encode, encoder=SETTINGS, index_type="ivfpq")
+    assert index.add_names([("C5", "concept 5 variant 9")], clustered_encode) == 1
+    assert index.rerank.shape == (len(index.names), DIM)
+    query = clustered_encode(["concept 5 variant 9"])
+    assert index.search(query, 1)[0] == [("C5", pytest.approx(1.0, abs=2e-3))]
+
+
+def test_auto_picks_by_size_and_records_the_concrete_type(monkeypatch):
+    assert choose_index_type("auto", 999_999) == "flat" and choose_index_type("auto", 1_000_000) == "ivfpq"
+    with pytest.raises(IndexFormatError, match="auto"):
+        choose_index_type("ivf", 10)
+    monkeypatch.setattr(index_types, "AUTO_IVFPQ_NAMES", 500)
+    index = ConceptIndex.build(vocabulary(), clustered_encode, encoder=SETTINGS, index_type="auto")
+    assert index.index_type == "ivfpq" and index.meta()["index_type"] == "ivfpq"
+
+
+@pytest.mark.parametrize("dim, n, expected", [(768, 10_000_000, (12649, 96, 8)), (384, 75_000, (1095, 48, 8)), (32, 100, (2, 4, 6)), (10, 5, (1, 1, 2))])
+def test_ivfpq_layout(dim, n, expected):
+    assert ivfpq_layout(dim, n) == expected
+
+
+def test_a_format_5_flat_index_still_loads(exact, tmp_path):
+    exact.to_disk(tmp_path / "index")
+    meta = srsly.read_json(tmp_path / "index" / "meta.json")
+    srsly.write_json(tmp_path / "index" / "meta.json", {**meta, "format_version": 5})
+    assert ConceptIndex.from_disk(tmp_path / "index").search(queries(), 3) == exact.search(queries(), 3)
+    srsly.write_json(tmp_path / "index" / "meta.json", {**meta, "format_version": 7})
+    with pytest.raises(IndexFormatError, match="upgrade"):
+        ConceptIndex.from_disk(tmp_path / "index")
+
+
+def test_the_linker_accepts_auto_and_refuses_another_recorded_type(tiny_bert, toy_concepts, tmp_path):
+    import spacy
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sapbert_linker", config={"model": tiny_bert, "index_type": "sq8", "nprobe": 3})
+    nlp.get_pipe("sapbert_linker").initialize(vocabulary=toy_concepts)
+    nlp.to_disk(tmp_path / "pipe")
+    assert spacy.load(tmp_path / "pipe", config={"components": {"sapbert_linker": {"index_type": "auto"}}})
+    with pytest.raises(IndexFormatError, match="index_type='sq8' but the config says index_type='flat'"):
+        spacy.load(tmp_path / "pipe", config={"components": {"sapbert_linker": {"index_type": "flat"}}})
+
+
+def test_build_index_with_ivfpq_saves_the_rescoring_vectors_and_removes_its_chunks(tmp_path, tiny_bert):
+    from typer.testing import CliRunner
+
+    from spacy_sapbert.cli import app
+
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("".join(f"D{i}||disease {i}|syndrome {i}\n" for i in range(30)), encoding="utf8")
+    result = CliRunner().invoke(
+        app, ["build-index", str(vocab), str(tmp_path / "pipe"), "--model", tiny_bert, "--label", "", "--index-type", "ivfpq"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "index_type ivfpq" in result.output
+    assert (tmp_path / "pipe" / "sapbert_linker" / "index" / RERANK_FILE).is_file()
+    assert not (tmp_path / "pipe.chunks").exists()
+    auto = CliRunner().invoke(
+        app, ["build-index", str(vocab), str(tmp_path / "auto"), "--model", tiny_bert, "--label", "", "--index-type", "auto"]
+    )
+    assert auto.exit_code == 0 and "index_type flat" in auto.output
