@@ -186,6 +186,10 @@ class ExactMatchRetriever:
         return [[(cid, 1.0) for cid in self._by_name.get(text, [])[:k]] for text in texts]
 
 
+# TF-IDF cosines are rounded to this many decimals before ranking (see TfidfRetriever.rank).
+SCORE_DECIMALS = 6
+
+
 class TfidfRetriever:
     """Baseline: cosine nearest neighbours over TF-IDF character 3-grams (scispaCy's candidate generator method)."""
 
@@ -203,14 +207,19 @@ class TfidfRetriever:
         self.chunk = chunk
 
     def rank(self, texts: Sequence[str], k: int) -> List[List[Candidate]]:
+        """Concepts by their best name's cosine, best first. Equal scores are common (names that are word
+        permutations of each other have the same 3-grams) and are ordered by name row, so the ranking
+        does not depend on the CPU: numpy's argpartition leaves ties in a SIMD-dependent order, and the
+        last float32 digit of a score can differ between code paths, hence the rounding."""
         depth = min(self.matrix.shape[1], 8 * k + 32)
         out: List[List[Candidate]] = []
         for start in range(0, len(texts), self.chunk):
             scores = (self.vectorizer.transform(texts[start : start + self.chunk]) @ self.matrix).toarray()
-            top = numpy.argpartition(-scores, depth - 1, axis=1)[:, :depth]
-            for row, candidates in zip(scores, top):
+            scores = numpy.round(scores, SCORE_DECIMALS)
+            floors = -numpy.partition(-scores, depth - 1, axis=1)[:, depth - 1]
+            for row, floor in zip(scores, floors):
+                candidates = numpy.flatnonzero(row >= max(floor, numpy.finfo(row.dtype).tiny))  # in name-row order
                 order = candidates[numpy.argsort(-row[candidates], kind="stable")]
-                order = order[row[order] > 0]
                 out.append(self.links.concept_hits(row[order], order, k, self.ids))
         return out
 

@@ -1,6 +1,7 @@
 import json
 from pathlib import Path
 
+import numpy
 import pytest
 from typer.testing import CliRunner
 
@@ -122,6 +123,28 @@ def test_tfidf_ranks_a_misspelling_near_its_concept():
     concepts = normalized_concepts(vocabulary(), Preprocessing().normalizer)
     [hits] = TfidfRetriever(concepts).rank(["hepatomma"], k=3)
     assert hits[0][0] == "D2" and len({cid for cid, _ in hits}) == len(hits)
+
+
+@pytest.mark.parametrize("first", ["OMIM:101400", "OMIM:101200"])
+def test_tfidf_breaks_exact_ties_by_vocabulary_order(first, monkeypatch):
+    """Word permutations share every 3-gram, so their scores tie exactly; the name listed first wins,
+    whatever order numpy's selection leaves ties in (another CPU's SIMD code orders them otherwise:
+    simulated here by an argpartition that reverses its selected rows)."""
+    real = numpy.argpartition
+
+    def other_cpu_argpartition(a, kth, axis=-1, **kwargs):
+        out = real(a, kth, axis=axis, **kwargs)
+        out[..., : kth + 1] = out[..., kth::-1].copy()
+        return out
+
+    monkeypatch.setattr(numpy, "argpartition", other_cpu_argpartition)
+    names = {"OMIM:101400": "saethre chotzen syndrome", "OMIM:101200": "syndrome saethre chotzen"}
+    second = next(cid for cid in names if cid != first)
+    fillers = [Concept(f"F{i}", f"chotzen variant {i} syndrome") for i in range(60)]  # more names than the depth
+    concepts = [Concept(first, names[first])] + fillers + [Concept(second, names[second])]
+    [hits] = TfidfRetriever(concepts).rank(["saethre chotzen syndrome"], k=3)
+    assert [cid for cid, _ in hits[:2]] == [first, second]
+    assert hits[0][1] == hits[1][1]
 
 
 def test_biosyn_protocol_adds_names_for_every_system():
