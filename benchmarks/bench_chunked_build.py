@@ -80,17 +80,18 @@ def disk_mb(folder: Path) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", type=Path, required=True, help="Scratch folder for the chunks (emptied of them after each run).")
-    parser.add_argument("--synthetic-names", type=int, default=1_000_000)
+    parser.add_argument("--synthetic-names", type=int, default=1_000_000, help="0: skip the synthetic part")
     parser.add_argument("--dims", type=int, nargs="+", default=[384, 768])
     parser.add_argument("--medic-names", type=int, default=20000, help="0: skip the real-encoder part")
     parser.add_argument("--chunk-size", type=int, default=10000)
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
 
-    print(f"1. ConceptIndex.build, {args.synthetic_names:,} synthetic names, free encoder, flat index, chunk_size {args.chunk_size:,}\n")
-    print("| dim | build | seconds | peak resident MB above start | chunk files MB |")
-    print("|---|---|---|---|---|")
-    for dim in args.dims:
+    if args.synthetic_names:
+        print(f"1. ConceptIndex.build, {args.synthetic_names:,} synthetic names, free encoder, flat index, chunk_size {args.chunk_size:,}\n")
+        print("| dim | build | seconds | peak resident MB above start | chunk files MB |")
+        print("|---|---|---|---|---|")
+    for dim in args.dims if args.synthetic_names else []:
         for label, chunk_dir in (("one call", None), ("chunked", str(args.dir / f"synthetic-{dim}"))):
             report = run(SYNTHETIC.format(n=args.synthetic_names, dim=dim, chunk_dir=chunk_dir, chunk_size=args.chunk_size))
             size = disk_mb(Path(chunk_dir)) if chunk_dir else 0.0
