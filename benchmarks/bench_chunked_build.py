@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from spacy_sapbert.chunk_store import remove_chunks  # noqa: E402
+
 MEDIC = str(REPO.parent / "shared" / "data" / "medic" / "medic_06Jul2012.txt")
 
 SYNTHETIC = """
@@ -79,35 +82,41 @@ def disk_mb(folder: Path) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dir", type=Path, required=True, help="Scratch folder for the chunks (emptied of them after each run).")
+    parser.add_argument("--dir", type=Path, required=True, help="Where this run makes its own scratch folder for the chunks (deleted at the end).")
     parser.add_argument("--synthetic-names", type=int, default=1_000_000, help="0: skip the synthetic part")
     parser.add_argument("--dims", type=int, nargs="+", default=[384, 768])
     parser.add_argument("--medic-names", type=int, default=20000, help="0: skip the real-encoder part")
     parser.add_argument("--chunk-size", type=int, default=10000)
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
+    # everything this run writes goes into a folder it creates, so deleting it never touches other files in --dir
+    with tempfile.TemporaryDirectory(prefix="bench-chunked-build-", dir=args.dir) as work:
+        run_all(args, Path(work))
+
+
+def run_all(args: argparse.Namespace, work: Path) -> None:
 
     if args.synthetic_names:
         print(f"1. ConceptIndex.build, {args.synthetic_names:,} synthetic names, free encoder, flat index, chunk_size {args.chunk_size:,}\n")
         print("| dim | build | seconds | peak resident MB above start | chunk files MB |")
         print("|---|---|---|---|---|")
     for dim in args.dims if args.synthetic_names else []:
-        for label, chunk_dir in (("one call", None), ("chunked", str(args.dir / f"synthetic-{dim}"))):
+        for label, chunk_dir in (("one call", None), ("chunked", str(work / f"synthetic-{dim}"))):
             report = run(SYNTHETIC.format(n=args.synthetic_names, dim=dim, chunk_dir=chunk_dir, chunk_size=args.chunk_size))
             size = disk_mb(Path(chunk_dir)) if chunk_dir else 0.0
             print(f"| {dim} | {label} | {report['seconds']:.1f} | {report['peak_mb']:,.0f} | {size:,.0f} |", flush=True)
             if chunk_dir:
-                shutil.rmtree(chunk_dir)
+                remove_chunks(chunk_dir)
 
     if args.medic_names:
         print(f"\n2. build_pipeline with the offline MiniLM, first {args.medic_names:,} MEDIC names\n")
         print("| build | seconds | names | names/s |")
         print("|---|---|---|---|")
-        for label, chunk_dir in (("one call", None), ("chunked", str(args.dir / "medic"))):
+        for label, chunk_dir in (("one call", None), ("chunked", str(work / "medic"))):
             report = run(REAL.format(medic=MEDIC, limit=args.medic_names, chunk_dir=chunk_dir, chunk_size=args.chunk_size))
             print(f"| {label} | {report['seconds']:.1f} | {report['names']:,} | {report['names'] / report['seconds']:.0f} |", flush=True)
             if chunk_dir:
-                shutil.rmtree(chunk_dir)
+                remove_chunks(chunk_dir)
 
 
 if __name__ == "__main__":

@@ -8,9 +8,10 @@ index (e.g. MEDIC encoded by an offline encoder: the `index` folder of a `build-
 `evaluate --cache-dir` entry). The i-th synthetic name is base vector (i mod B) plus Gaussian noise
 of norm --noise (0.5: cosine about 0.89 with its base vector, about the similarity of a real name and its
 nearest other name), then scaled to unit length; queries are further noisy copies of random base
-vectors, not in the index. The synthetic vectors are written once to DIR/vectors-f16.npy (float16) and
-read from there in chunks, so 10M x 768 never sits in memory; the exact ground truth (top-10 by inner
-product) is a chunked brute-force pass over that file.
+vectors, not in the index. The synthetic vectors are written once to DIR/vectors-NxD-f16.npy (float16,
+reused by later runs) and read from there in chunks, so 10M x 768 never sits in memory; the exact
+ground truth (top-10 by inner product) is a chunked brute-force pass over that file. Everything else
+the run writes goes into a temporary folder it creates inside DIR and deletes at the end.
 
 Each type is built by `ConceptIndex.build` (chunked, one concept per name) and saved; then a fresh
 process loads it and reports resident memory added by the load (codes, name and concept tables),
@@ -24,6 +25,7 @@ import json
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -80,13 +82,15 @@ def noisy_copies(base: numpy.ndarray, rows: numpy.ndarray, noise: float, seed: i
     return vectors / numpy.linalg.norm(vectors, axis=1, keepdims=True)
 
 
-def write_synthetic(base: numpy.ndarray, n: int, noise: float, path: Path) -> numpy.ndarray:
-    """The n synthetic name vectors as a float16 .npy at `path` (made once, then reused)."""
+def write_synthetic(base: numpy.ndarray, n: int, noise: float, path: Path, work: Path) -> numpy.ndarray:
+    """The n synthetic name vectors as a float16 .npy at `path` (made once through a file in `work`, then
+    reused); a file of another shape at `path` is an error, never replaced."""
     if path.exists():
         vectors = numpy.load(path, mmap_mode="r")
-        if vectors.shape == (n, base.shape[1]):
-            return vectors
-    tmp = path.with_suffix(".tmp.npy")
+        if vectors.shape != (n, base.shape[1]):
+            sys.exit(f"{path} holds vectors of shape {vectors.shape}, not ({n}, {base.shape[1]}); move it or choose another --dir")
+        return vectors
+    tmp = work / path.name
     out = numpy.lib.format.open_memmap(tmp, mode="w+", dtype="float16", shape=(n, base.shape[1]))
     for first in range(0, n, CHUNK):
         rows = numpy.arange(first, min(n, first + CHUNK)) % len(base)
@@ -116,6 +120,7 @@ def exact_top10(vectors: numpy.ndarray, queries: numpy.ndarray) -> numpy.ndarray
 
 
 def build(index_type: str, vectors: numpy.ndarray, folder: Path, scratch: Path) -> float:
+    from spacy_sapbert.chunk_store import remove_chunks
     from spacy_sapbert.index import ConceptIndex
     from spacy_sapbert.kb import Concept
 
@@ -130,7 +135,7 @@ def build(index_type: str, vectors: numpy.ndarray, folder: Path, scratch: Path) 
     index = ConceptIndex.build(concepts, encode, encoder=settings, index_type=index_type, chunk_dir=scratch, chunk_size=CHUNK)
     index.to_disk(folder)
     seconds = time.perf_counter() - start
-    shutil.rmtree(scratch)
+    remove_chunks(scratch)
     return seconds
 
 
@@ -146,28 +151,33 @@ def main() -> None:
     parser.add_argument("--shortlist", type=int, default=100)
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
+    # the run's files (queries, truth, chunks, indexes) go into a folder it creates and deletes at the end
+    with tempfile.TemporaryDirectory(prefix="bench-index-types-", dir=args.dir) as work:
+        run_all(args, Path(work))
 
+
+def run_all(args: argparse.Namespace, work: Path) -> None:
     base = base_vectors(args.base_index)
     dim = base.shape[1]
-    vectors = write_synthetic(base, args.names, args.noise, args.dir / f"vectors-{args.names}x{dim}-f16.npy")
+    vectors = write_synthetic(base, args.names, args.noise, args.dir / f"vectors-{args.names}x{dim}-f16.npy", work)
     queries = noisy_copies(base, numpy.random.default_rng(1).integers(0, len(base), args.queries), args.noise, seed=10**9)
     queries = queries.astype("float32")
     start = time.perf_counter()
     truth = exact_top10(vectors, queries)
     print(f"{args.names:,} names x {dim} from {len(base):,} base vectors of {args.base_index}; {args.queries:,} queries; "
           f"exact ground truth in {time.perf_counter() - start:.0f} s", flush=True)
-    numpy.save(args.dir / "queries.npy", queries)
-    numpy.save(args.dir / "truth.npy", truth)
+    numpy.save(work / "queries.npy", queries)
+    numpy.save(work / "truth.npy", truth)
 
     print("\n| type | build s | disk bytes/name | resident bytes/name after load | after search | load s | queries/s | recall@1 | recall@10 |")
     print("|---|---|---|---|---|---|---|---|---|")
     for index_type in args.types:
-        folder = args.dir / f"index-{index_type}"
-        seconds = build(index_type, vectors, folder, args.dir / f"chunks-{index_type}")
+        folder = work / f"index-{index_type}"
+        seconds = build(index_type, vectors, folder, work / f"chunks-{index_type}")
         disk = sum(p.stat().st_size for p in folder.iterdir())
         for nprobe in args.nprobe if index_type == "ivfpq" else args.nprobe[:1]:
             done = subprocess.run(
-                [sys.executable, "-c", LOAD_AND_SEARCH, str(folder), str(args.dir / "queries.npy"), str(args.dir / "truth.npy"),
+                [sys.executable, "-c", LOAD_AND_SEARCH, str(folder), str(work / "queries.npy"), str(work / "truth.npy"),
                  str(nprobe), str(args.shortlist)],
                 capture_output=True, text=True, cwd=REPO,
             )
@@ -178,7 +188,7 @@ def main() -> None:
             mb = 2**20 / args.names
             print(f"| {label} | {seconds:.0f} | {disk / args.names:.0f} | {r['loaded_mb'] * mb:.0f} | {r['after_search_mb'] * mb:.0f} | "
                   f"{r['load_s']:.2f} | {r['qps']:.0f} | {r['recall1']:.3f} | {r['recall10']:.3f} |", flush=True)
-        shutil.rmtree(folder)
+        shutil.rmtree(folder)  # inside `work`, which this run created
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from typing import Dict, Optional
 import numpy
 import torch
 
+from .encoder import pool
 from .errors import EncoderLoadError
 from .extras import require
 from .io import atomic_write, atomic_write_text
@@ -119,11 +120,10 @@ def _check_int8_agreement(fp32: Path, int8: Path, tokenizer) -> None:
     """Raise EncoderLoadError when the int8 file's mean-pooled vectors of AGREEMENT_PROBES have a mean
     cosine below MIN_INT8_COSINE with the float32 file's."""
     batch = tokenizer(list(AGREEMENT_PROBES), padding=True, return_tensors="pt")
-    mask = batch["attention_mask"].unsqueeze(-1).float()
 
     def vectors(path: Path) -> torch.Tensor:
         hidden = OnnxModel(path, 0, torch.device("cpu"))(**batch).last_hidden_state
-        return torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1), dim=-1)
+        return torch.nn.functional.normalize(pool(hidden, batch["attention_mask"], "mean"), dim=-1)
 
     cosine = float((vectors(fp32) * vectors(int8)).sum(-1).mean())
     if cosine < MIN_INT8_COSINE:

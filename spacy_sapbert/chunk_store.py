@@ -73,31 +73,47 @@ class ChunkStore:
 
     def vectors(self, encode: Encode, progress: bool = False) -> Iterator[numpy.ndarray]:
         """The float32 vectors of every chunk in order: read from disk when finished, else encoded and saved."""
-        done = self.finished()
-        bar = None
-        if progress:
-            from tqdm import tqdm
-
-            done_names = sum(len(self._rows(number)) for number in done)
-            if done:
-                tqdm.write(f"resuming: {len(done)} of {self.n_chunks} chunks already encoded in {self.folder}", file=sys.stderr)
-            bar = tqdm(total=len(self.names), initial=done_names, unit="name", desc="encoding names", unit_scale=True)
+        bar = self._progress_bar(progress)
         dim = None
         for number in range(self.n_chunks):
-            rows = self._rows(number)
             path = self.chunk_path(number)
             if path.exists():
-                vectors = self._load(path, len(rows), dim)
+                vectors = self._load(path, len(self._rows(number)), dim)
             else:
-                vectors = numpy.ascontiguousarray(encode(rows), dtype="float32")
-                self._check(vectors, len(rows), dim, f"the encoder's output for {path.name}")
-                atomic_write(path, lambda tmp: write_npy(tmp, vectors))
-                if bar is not None:
-                    bar.update(len(rows))
+                vectors = self._encode_and_save(number, encode, dim)
+                bar.update(len(vectors))
             dim = vectors.shape[1]
             yield vectors
-        if bar is not None:
-            bar.close()
+        bar.close()
+
+    def encode_missing(self, encode: Encode, progress: bool = False) -> None:
+        """Encode and save the unfinished chunks, without reading the finished ones (for builds that
+        read the vectors more than once, e.g. to train a quantizer first)."""
+        bar = self._progress_bar(progress)
+        for number in range(self.n_chunks):
+            if not self.chunk_path(number).exists():
+                bar.update(len(self._encode_and_save(number, encode, None)))
+        bar.close()
+
+    def _encode_and_save(self, number: int, encode: Encode, dim) -> numpy.ndarray:
+        rows = self._rows(number)
+        path = self.chunk_path(number)
+        vectors = numpy.ascontiguousarray(encode(rows), dtype="float32")
+        self._check(vectors, len(rows), dim, f"the encoder's output for {path.name}")
+        atomic_write(path, lambda tmp: write_npy(tmp, vectors))
+        return vectors
+
+    def _progress_bar(self, progress: bool):
+        """A tqdm bar over names starting at those already encoded (disabled unless `progress`)."""
+        from tqdm import tqdm
+
+        done = self.finished()
+        if progress and done:
+            tqdm.write(f"resuming: {len(done)} of {self.n_chunks} chunks already encoded in {self.folder}", file=sys.stderr)
+        return tqdm(
+            total=len(self.names), initial=sum(len(self._rows(number)) for number in done), unit="name",
+            desc="encoding names", unit_scale=True, disable=not progress,
+        )
 
     def _rows(self, number: int) -> Sequence[str]:
         return self.names[number * self.chunk_size : (number + 1) * self.chunk_size]
@@ -111,13 +127,15 @@ class ChunkStore:
                 raise IndexFormatError(f"the chunk manifest {manifest_path} is corrupt ({err}); remove {self.folder} to encode again") from err
             self._check_manifest(recorded)
             return
-        if self.folder.exists():
-            foreign = [entry.name for entry in self.folder.iterdir() if not OWN_FILE.match(entry.name)]
-            if not self.folder.is_dir() or foreign:
+        created = not self.folder.exists()
+        if not created:
+            if not self.folder.is_dir() or any(not OWN_FILE.match(entry.name) for entry in self.folder.iterdir()):
                 raise OutputExistsError(
                     f"{self.folder} holds files of its own and no {MANIFEST_FILE}: it is not a chunk folder of an index "
                     "build; choose another chunk folder (--chunk-dir)"
                 )
+        # whether this build made the folder: remove_chunks deletes only a folder it made
+        self.manifest["created_folder"] = created
         atomic_write_text(manifest_path, srsly.json_dumps(self.manifest, indent=2))
 
     def _check_manifest(self, recorded: Mapping[str, Any]) -> None:
@@ -158,12 +176,17 @@ class ChunkStore:
 
 
 def remove_chunks(folder: Union[str, Path]) -> None:
-    """Delete the manifest and chunk files of a chunk folder (nothing else), then the folder if it is empty."""
+    """Delete the manifest and chunk files of a chunk folder (nothing else), then the folder itself when
+    a build created it and it is empty (a folder the user made stays)."""
     folder = Path(folder)
     if not folder.is_dir():
         return
+    try:
+        created = bool(srsly.read_json(folder / MANIFEST_FILE).get("created_folder"))
+    except (ValueError, OSError):
+        created = False
     for entry in folder.iterdir():
         if OWN_FILE.match(entry.name) and entry.is_file():
             entry.unlink()
-    if not any(folder.iterdir()):
+    if created and not any(folder.iterdir()):
         folder.rmdir()

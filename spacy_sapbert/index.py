@@ -263,8 +263,7 @@ class ConceptIndex:
             settings = {**encoder, **normalizer.settings(), "normalize": normalize}
             store = ChunkStore(chunk_dir, names, settings, chunk_size)
             if index_type in TRAINED:  # read twice (a training sample, then every vector): encode them all first
-                for _ in store.vectors(encode, progress=progress):
-                    pass
+                store.encode_missing(encode, progress=progress)
                 progress = False
             blocks = lambda: store.vectors(encode, progress=progress)  # noqa: E731
             rerank_file = str(store.folder / RERANK_CHUNK_FILE)

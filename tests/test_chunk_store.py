@@ -94,10 +94,29 @@ def test_a_folder_of_other_files_is_refused_and_remove_chunks_deletes_only_its_o
     (folder / "mine.txt").write_text("a user's file", encoding="utf8")
     remove_chunks(folder)
     assert sorted(p.name for p in folder.iterdir()) == ["mine.txt"]
-    (folder / "mine.txt").unlink()
-    list(ChunkStore(folder, NAMES, SETTINGS, chunk_size=10).vectors(fake_encode))
-    remove_chunks(folder)
-    assert not folder.exists()
+    made = tmp_path / "made"  # a folder the build created goes with its chunks
+    list(ChunkStore(made, NAMES, SETTINGS, chunk_size=10).vectors(fake_encode))
+    remove_chunks(made)
+    assert not made.exists()
+
+    given = tmp_path / "given"  # an empty folder the user named: its chunks go, the folder stays
+    given.mkdir()
+    list(ChunkStore(given, NAMES, SETTINGS, chunk_size=10).vectors(fake_encode))
+    remove_chunks(given)
+    assert given.is_dir() and not any(given.iterdir())
+
+
+def test_encode_missing_encodes_only_unfinished_chunks_and_reads_none(tmp_path, monkeypatch):
+    folder = tmp_path / "chunks"
+    with pytest.raises(Interrupted):
+        list(ChunkStore(folder, NAMES, SETTINGS, chunk_size=5).vectors(encode_then_fail(2, [])))
+    monkeypatch.setattr(numpy, "load", lambda *a, **k: pytest.fail("a finished chunk was read"))
+    calls: list = []
+    ChunkStore(folder, NAMES, SETTINGS, chunk_size=5).encode_missing(encode_then_fail(-1, calls))
+    assert calls == [NAMES[10:15], NAMES[15:20], NAMES[20:23]]
+    monkeypatch.undo()
+    blocks = list(ChunkStore(folder, NAMES, SETTINGS, chunk_size=5).vectors(encode_then_fail(0, [])))  # nothing left to encode
+    numpy.testing.assert_array_equal(numpy.concatenate(blocks), fake_encode(NAMES))
 
 
 def test_a_chunked_index_equals_the_one_call_index(tmp_path, toy_concepts):
