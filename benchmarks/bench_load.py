@@ -39,22 +39,8 @@ print(json.dumps({{"import": t1 - t0, "load": t2 - t1, "rss": rss, "index": t4 -
 """
 
 CONVERT = """
-import srsly
-from pathlib import Path
-from spacy_sapbert.index import ConceptIndex, read_faiss_file
-from spacy_sapbert.kb import Concept, ConceptTable
-from spacy_sapbert.normalizer import Normalizer
-import numpy
-folder = Path({index!r})
-meta = srsly.read_json(folder / "meta.json")
-names = srsly.read_msgpack(folder / "names.msgpack")
-concepts = ConceptTable.from_concepts(Concept.from_dict(c) for c in srsly.read_msgpack(folder / "concepts.msgpack"))
-ConceptIndex(
-    concepts, list(names["names"]), numpy.array(names["pair_names"], dtype="int64"),
-    numpy.array(names["pair_concepts"], dtype="int64"), read_faiss_file(folder / "vectors.faiss"),
-    normalizer=Normalizer.from_dict(meta["normalizer"]), normalize=meta["normalize"],
-    index_type=meta["index_type"], encoder=meta, vocabulary=meta["vocabulary_hash"],
-).to_disk(folder)
+from spacy_sapbert.index import ConceptIndex
+ConceptIndex.from_disk({index!r}).to_disk({index!r})
 """
 
 

@@ -37,7 +37,6 @@ from .index import (
     META_FILE,
     Candidate,
     ConceptIndex,
-    NameLinks,
     check_vector_settings,
     encoder_settings,
     name_table,
@@ -200,8 +199,7 @@ class TfidfRetriever:
 
         self.concepts = list(concepts)
         self.ids = [concept.id for concept in self.concepts]
-        names, pair_names, pair_concepts = name_table(self.concepts, Normalizer(lowercase=False))
-        self.links = NameLinks(pair_names, pair_concepts, len(names))
+        names, self.links = name_table(self.concepts, Normalizer(lowercase=False))
         self.vectorizer = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 3), dtype=numpy.float32)
         self.matrix = self.vectorizer.fit_transform(names).T.tocsr()
         self.chunk = chunk

@@ -14,7 +14,8 @@ from .errors import IndexFormatError
 from .index_types import (
     DEFAULT_NPROBE, DEFAULT_SHORTLIST, RERANKED, TRAINED, choose_index_type, fill_index, rescored, set_search_params,
 )
-from .io import atomic_write, atomic_write_bytes, atomic_write_text, write_npy
+from .columns import StringColumn, arrays_from_msg, arrays_to_msg, read_arrays, write_arrays
+from .io import atomic_write, atomic_write_text, write_npy
 from .kb import Concept, ConceptTable, KnowledgeBase
 from .normalizer import Normalizer
 
@@ -25,10 +26,16 @@ from .normalizer import Normalizer
 #    names.msgpack the name/concept pairs as int64 bytes.
 # 6: index types fp16, sq8 and ivfpq; an ivfpq index keeps its float16 re-scoring vectors in rerank.npy.
 #    Format 5 indexes (flat or hnsw, same files) are read as they are.
-FORMAT_VERSION = 6
-READABLE_VERSIONS = (5, 6)
-META_FILE, CONCEPTS_FILE, NAMES_FILE, VECTORS_FILE = "meta.json", "concepts.msgpack", "names.msgpack", "vectors.faiss"
+# 7: the name and concept tables are flat arrays in tables/*.npy (UTF-8 blobs with offsets, CSR name ->
+#    concept links, an id hash look-up), memory-mapped at load like the faiss index. Formats 5 and 6 are
+#    read into memory.
+FORMAT_VERSION = 7
+READABLE_VERSIONS = (5, 6, 7)
+MSGPACK_VERSIONS = (5, 6)
+META_FILE, VECTORS_FILE, TABLES_DIR = "meta.json", "vectors.faiss", "tables"
+CONCEPTS_FILE, NAMES_FILE = "concepts.msgpack", "names.msgpack"  # formats 5 and 6
 RERANK_FILE = "rerank.npy"
+
 RERANK_CHUNK_FILE = "rerank-float16.npy"  # beside the chunks of a chunked build, until the index is saved
 
 Candidate = Tuple[str, float]
@@ -107,29 +114,47 @@ def format_version_error(kind: str, source: str, version: Any, expected: int, re
     )
 
 
-def name_table(concepts: Sequence[Concept], normalizer: Normalizer) -> Tuple[List[str], numpy.ndarray, numpy.ndarray]:
-    """Distinct normalized names, and the (name row, concept row) pairs linking them, deduplicated."""
+def name_table(concepts: Sequence[Concept], normalizer: Normalizer) -> Tuple[List[str], "NameLinks"]:
+    """Distinct normalized names, and the links from each name row to the concept rows that have it."""
     name_rows: Dict[str, int] = {}
-    pairs = set()
+    pair_names: List[int] = []
+    pair_concepts: List[int] = []
     for concept_row, concept in enumerate(concepts):
         for name in concept.names:
             key = normalizer(name)
             if key:
-                pairs.add((name_rows.setdefault(key, len(name_rows)), concept_row))
-    ordered = sorted(pairs)
-    pair_names = numpy.array([p[0] for p in ordered], dtype="int64")
-    pair_concepts = numpy.array([p[1] for p in ordered], dtype="int64")
-    return list(name_rows), pair_names, pair_concepts
+                pair_names.append(name_rows.setdefault(key, len(name_rows)))
+                pair_concepts.append(concept_row)
+    return list(name_rows), NameLinks.from_pairs(numpy.array(pair_names, "int64"), numpy.array(pair_concepts, "int64"), len(name_rows))
 
 
 class NameLinks:
-    """Which concepts each name row belongs to (CSR layout), and the concept-level ranking built on it."""
+    """Which concepts each name row belongs to, in CSR layout (name row i owns concepts[offsets[i]:offsets[i + 1]],
+    ascending), and the concept-level ranking built on it."""
 
-    def __init__(self, pair_names: numpy.ndarray, pair_concepts: numpy.ndarray, n_names: int):
-        order = numpy.argsort(pair_names, kind="stable")
-        self.pair_names = pair_names[order]
-        self.pair_concepts = pair_concepts[order]
-        self.offsets = numpy.searchsorted(self.pair_names, numpy.arange(n_names + 1))
+    def __init__(self, offsets: numpy.ndarray, concepts: numpy.ndarray):
+        if offsets.ndim != 1 or len(offsets) == 0 or int(offsets[0]) != 0 or int(offsets[-1]) != len(concepts):
+            raise ValueError(f"name offsets {offsets.shape} ending at {int(offsets[-1]) if len(offsets) else None} do not fit {len(concepts)} concept rows")
+        self.offsets = offsets
+        self.concepts = concepts
+
+    @classmethod
+    def from_pairs(cls, pair_names: numpy.ndarray, pair_concepts: numpy.ndarray, n_names: int) -> "NameLinks":
+        """The links of (name row, concept row) pairs, each pair once."""
+        pairs = numpy.unique(numpy.stack([numpy.asarray(pair_names, "int64"), numpy.asarray(pair_concepts, "int64")]), axis=1)
+        offsets = numpy.searchsorted(pairs[0], numpy.arange(n_names + 1)).astype("int64")
+        return cls(offsets, numpy.ascontiguousarray(pairs[1]))
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def concepts_of(self, name_row: int) -> List[int]:
+        """The concept rows of a name row."""
+        return self.concepts[int(self.offsets[name_row]) : int(self.offsets[name_row + 1])].tolist()
+
+    def pairs(self) -> Tuple[numpy.ndarray, numpy.ndarray]:
+        """(name row, concept row) of every link."""
+        return numpy.repeat(numpy.arange(len(self), dtype="int64"), numpy.diff(self.offsets)), numpy.asarray(self.concepts, "int64")
 
     def concept_hits(
         self, scores: Sequence[float], name_rows: Sequence[int], k: int, ids: Sequence[str]
@@ -141,7 +166,7 @@ class NameLinks:
         for score, name_row in zip(numpy.asarray(scores).tolist(), numpy.asarray(name_rows).tolist()):
             if name_row < 0:
                 break
-            for concept_row in self.pair_concepts[self.offsets[name_row] : self.offsets[name_row + 1]].tolist():
+            for concept_row in self.concepts_of(name_row):
                 if concept_row not in seen:
                     seen.add(concept_row)
                     hits.append((ids[concept_row], float(score)))
@@ -160,9 +185,8 @@ class ConceptIndex:
     def __init__(
         self,
         concepts: ConceptTable,
-        names: List[str],
-        pair_names: numpy.ndarray,
-        pair_concepts: numpy.ndarray,
+        names: Union[StringColumn, Sequence[str]],
+        links: NameLinks,
         vectors: faiss.Index,
         *,
         normalizer: Normalizer = Normalizer(),
@@ -171,12 +195,20 @@ class ConceptIndex:
         encoder: Optional[Mapping[str, Any]] = None,
         vocabulary: Optional[str] = None,
         rerank: Optional[numpy.ndarray] = None,
+        folder: Optional[Path] = None,
     ):
-        """`concepts`: the concepts, one row each, that the pairs point to; `encoder`: the ENCODER_SETTINGS
-        the vectors were made with (None: unknown, an `encode` function); `vocabulary`: the
-        vocabulary_hash of the concepts; `rerank`: the float16 vectors of a RERANKED index type."""
-        if vectors.ntotal != len(names):
-            raise IndexFormatError(f"the faiss index holds {vectors.ntotal} vectors but there are {len(names)} names")
+        """`concepts`: the concepts, one row each, that the links point to; `names`: the distinct
+        normalized names, one per faiss row; `encoder`: the ENCODER_SETTINGS the vectors were made with
+        (None: unknown, an `encode` function); `vocabulary`: the vocabulary_hash of the concepts;
+        `rerank`: the float16 vectors of a RERANKED index type; `folder`: the saved index that `vectors`
+        and the tables are memory-mapped from (a mapped faiss index is read-only: faiss aborts the
+        process when codes are added to it)."""
+        names = names if isinstance(names, StringColumn) else StringColumn.from_strings(names)
+        if vectors.ntotal != len(names) or len(links) != len(names):
+            raise IndexFormatError(
+                f"the faiss index holds {vectors.ntotal} vectors and the name links {len(links)} rows, but there are "
+                f"{len(names)} names: the files come from different builds"
+            )
         if (index_type in RERANKED) != (rerank is not None) or (rerank is not None and rerank.shape != (len(names), vectors.d)):
             raise IndexFormatError(
                 f"index_type={index_type!r} with re-scoring vectors of shape {None if rerank is None else rerank.shape} "
@@ -188,16 +220,14 @@ class ConceptIndex:
         set_search_params(vectors, self.nprobe)
         self.concepts = concepts
         self.names = names
+        self.links = links
         self.vectors = vectors
+        self.folder = folder
         self.normalizer = normalizer
         self.normalize = normalize
         self.index_type = index_type
         self.encoder_settings = {key: (encoder or {}).get(key) for key in ENCODER_SETTINGS}
         self.vocabulary_hash = vocabulary
-        self._set_pairs(pair_names, pair_concepts)
-
-    def _set_pairs(self, pair_names: numpy.ndarray, pair_concepts: numpy.ndarray) -> None:
-        self.links = NameLinks(pair_names, pair_concepts, len(self.names))
 
     @property
     def dim(self) -> int:
@@ -217,7 +247,7 @@ class ConceptIndex:
         return {**self.encoder_settings, **self.normalizer.settings(), "normalize": self.normalize}
 
     @property
-    def ids(self) -> List[str]:
+    def ids(self) -> Sequence[str]:
         """The primary id of each concept, in row order (no Concept is built)."""
         return self.concepts.ids
 
@@ -251,7 +281,7 @@ class ConceptIndex:
         concepts = list(concepts if isinstance(concepts, KnowledgeBase) else KnowledgeBase(concepts))
         if not concepts:
             raise IndexFormatError("the vocabulary gave no concepts; check the vocabulary file and its format")
-        names, pair_names, pair_concepts = name_table(concepts, normalizer)
+        names, links = name_table(concepts, normalizer)
         index_type = choose_index_type(index_type, len(names))
         rerank_file = None
         if chunk_dir is None:
@@ -271,7 +301,7 @@ class ConceptIndex:
             blocks, len(names), index_type, lambda block: float32_rows(block, normalize), rerank_file=rerank_file
         )
         return cls(
-            ConceptTable.from_concepts(concepts), names, pair_names, pair_concepts, faiss_index,
+            ConceptTable.from_concepts(concepts), names, links, faiss_index,
             normalizer=normalizer, normalize=normalize, index_type=index_type,
             encoder=encoder, vocabulary=vocabulary_hash(concepts), rerank=rerank,
         )
@@ -281,9 +311,12 @@ class ConceptIndex:
         return self.concepts.get(concept_id)
 
     def add_names(self, names_by_id: Iterable[Tuple[str, str]], encode) -> int:
-        """Add extra names to existing concepts (e.g. training mentions); returns how many pairs were new."""
+        """Add extra names to existing concepts (e.g. training mentions); returns how many pairs were new.
+
+        The index is then held in memory: its memory-mapped vectors and tables are read in."""
         name_rows = {name: row for row, name in enumerate(self.names)}
-        existing = set(zip(self.links.pair_names.tolist(), self.links.pair_concepts.tolist()))
+        pair_names, pair_concepts = self.links.pairs()
+        existing = set(zip(pair_names.tolist(), pair_concepts.tolist()))
         new_names: List[str] = []
         new_pairs = []
         for concept_id, name in names_by_id:
@@ -300,15 +333,18 @@ class ConceptIndex:
                 new_pairs.append(pair)
         if new_names:
             vectors = float32_rows(encode(new_names), self.normalize)
+            if self.folder is not None:  # a memory-mapped faiss index is read-only: add to a copy in memory
+                self.vectors = faiss.deserialize_index(faiss.serialize_index(self.vectors))
+                self.folder = None
+                set_search_params(self.vectors, self.nprobe)
             self.vectors.add(vectors)
             if self.rerank is not None:  # read into memory: fine for a few thousand training mentions
                 self.rerank = numpy.concatenate([self.rerank, vectors.astype("float16")])
-            self.names.extend(new_names)
+            self.names = self.names.extended(new_names)
         if new_pairs:
             added = numpy.array(new_pairs, dtype="int64")
-            self._set_pairs(
-                numpy.concatenate([self.links.pair_names, added[:, 0]]),
-                numpy.concatenate([self.links.pair_concepts, added[:, 1]]),
+            self.links = NameLinks.from_pairs(
+                numpy.concatenate([pair_names, added[:, 0]]), numpy.concatenate([pair_concepts, added[:, 1]]), len(self.names)
             )
         return len(new_pairs)
 
@@ -359,79 +395,87 @@ class ConceptIndex:
             "vocabulary_hash": self.vocabulary_hash,
         }
 
-    def _tables(self) -> Tuple[bytes, bytes]:
-        concepts = srsly.msgpack_dumps(self.concepts.to_dict())
-        names = srsly.msgpack_dumps(
-            {
-                "names": self.names,
-                "pair_names": self.links.pair_names.astype("<i8").tobytes(),
-                "pair_concepts": self.links.pair_concepts.astype("<i8").tobytes(),
-            }
-        )
-        return concepts, names
+    def tables(self) -> Dict[str, numpy.ndarray]:
+        """The name and concept tables as flat arrays, saved as TABLES_DIR/KEY.npy and memory-mapped at load."""
+        return table_arrays(self.concepts, self.names, self.links)
 
     def to_disk(self, folder: Union[str, Path]) -> None:
-        """Write meta.json, concepts.msgpack, names.msgpack and vectors.faiss, each atomically."""
+        """Write the tables, vectors.faiss (and rerank.npy), then meta.json, each file atomically."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        concepts, names = self._tables()
+        write_arrays(folder / TABLES_DIR, self.tables())
         atomic_write(folder / VECTORS_FILE, lambda tmp: faiss.write_index(self.vectors, str(tmp)))
         if self.rerank is not None:
             atomic_write(folder / RERANK_FILE, lambda tmp: write_npy(tmp, self.rerank))
-        atomic_write_bytes(folder / CONCEPTS_FILE, concepts)
-        atomic_write_bytes(folder / NAMES_FILE, names)
         atomic_write_text(folder / META_FILE, srsly.json_dumps(self.meta(), indent=2))
 
     @classmethod
     def from_disk(cls, folder: Union[str, Path]) -> "ConceptIndex":
+        """The index saved in `folder`, memory-mapped: its tables, vectors and re-scoring vectors are
+        read from disk as searches touch them (format 5 and 6 tables are read into memory)."""
         folder = Path(folder)
-        files = {name: folder / name for name in (META_FILE, CONCEPTS_FILE, NAMES_FILE, VECTORS_FILE)}
-        for path in files.values():
-            if not path.exists():
-                raise IndexFormatError(f"the concept index file {path} is missing; rebuild the index (build-index)")
-        meta = read_table(files[META_FILE], srsly.read_json)
-        if meta.get("format_version") not in READABLE_VERSIONS:  # before reading the large files
-            raise format_version_error("index", str(folder), meta.get("format_version"), FORMAT_VERSION, "build-index")
-        rerank = None
-        if meta.get("index_type") in RERANKED:
-            rerank = read_rerank(folder / RERANK_FILE)
-        return cls._assemble(
-            meta,
-            read_table(files[CONCEPTS_FILE], srsly.read_msgpack),
-            read_table(files[NAMES_FILE], srsly.read_msgpack),
-            read_faiss_file(files[VECTORS_FILE]),
-            source=str(folder),
-            rerank=rerank,
-        )
+        meta_file = folder / META_FILE
+        if not meta_file.exists():
+            raise IndexFormatError(f"the concept index file {meta_file} is missing; rebuild the index (build-index)")
+        meta = read_table(meta_file, srsly.read_json)
+        version = meta.get("format_version")
+        if version not in READABLE_VERSIONS:  # before reading the large files
+            raise format_version_error("index", str(folder), version, FORMAT_VERSION, "build-index")
+        vectors_file = folder / VECTORS_FILE
+        if not vectors_file.exists():
+            raise IndexFormatError(f"the concept index file {vectors_file} is missing; rebuild the index (build-index)")
+        if version in MSGPACK_VERSIONS:
+            tables = legacy_tables(folder)
+        else:
+            tables = read_arrays(folder / TABLES_DIR, table_dtypes().keys(), table_dtypes())
+        rerank = read_rerank(folder / RERANK_FILE) if meta.get("index_type") in RERANKED else None
+        vectors = read_faiss_file(vectors_file, faiss.IO_FLAG_MMAP_IFC)
+        return cls._assemble(meta, tables, vectors, source=str(folder), rerank=rerank, folder=folder)
 
     def to_bytes(self) -> bytes:
-        concepts, names = self._tables()
-        vectors = faiss.serialize_index(self.vectors).tobytes()
         rerank = None if self.rerank is None else numpy.ascontiguousarray(self.rerank, dtype="<f2").tobytes()
         return srsly.msgpack_dumps(
-            {"meta": self.meta(), "concepts": concepts, "names": names, "vectors": vectors, "rerank": rerank}
+            {"meta": self.meta(), "tables": arrays_to_msg(self.tables()), "vectors": faiss.serialize_index(self.vectors).tobytes(), "rerank": rerank}
         )
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "ConceptIndex":
         try:
             msg = srsly.msgpack_loads(data)
+            meta = msg["meta"]
+            if meta.get("format_version") not in READABLE_VERSIONS:
+                raise format_version_error("index", "the serialized data", meta.get("format_version"), FORMAT_VERSION, "build-index")
             vectors = faiss.deserialize_index(numpy.frombuffer(msg["vectors"], dtype="uint8"))
-            concepts = srsly.msgpack_loads(msg["concepts"])
-            names = srsly.msgpack_loads(msg["names"])
+            if meta["format_version"] in MSGPACK_VERSIONS:
+                tables = legacy_arrays(srsly.msgpack_loads(msg["concepts"]), srsly.msgpack_loads(msg["names"]))
+            else:
+                tables = arrays_from_msg(msg["tables"], table_dtypes())
             rerank = msg.get("rerank")
             if rerank is not None:
                 rerank = numpy.frombuffer(rerank, dtype="<f2").reshape(-1, vectors.d).astype("float16")
         except (ValueError, KeyError, TypeError, RuntimeError) as err:
+            if isinstance(err, IndexFormatError):
+                raise
             raise IndexFormatError(f"the serialized concept index is corrupt: {err}") from err
-        return cls._assemble(msg["meta"], concepts, names, vectors, source="the serialized data", rerank=rerank)
+        return cls._assemble(meta, tables, vectors, source="the serialized data", rerank=rerank)
+
+    def __reduce__(self):
+        """Pickled (spaCy's spawned `nlp.pipe` processes) as its folder while it is memory-mapped, so the
+        processes share the pages; otherwise as bytes."""
+        if self.folder is not None:
+            return reopen_index, (str(self.folder), self.meta(), self.nprobe, self.shortlist)
+        return index_from_bytes, (self.to_bytes(), self.nprobe, self.shortlist)
 
     @classmethod
     def _assemble(
-        cls, meta: dict, concepts: dict, names: dict, vectors: faiss.Index, source: str, rerank: Optional[numpy.ndarray] = None
+        cls,
+        meta: dict,
+        tables: Mapping[str, numpy.ndarray],
+        vectors: faiss.Index,
+        source: str,
+        rerank: Optional[numpy.ndarray] = None,
+        folder: Optional[Path] = None,
     ) -> "ConceptIndex":
-        if meta.get("format_version") not in READABLE_VERSIONS:
-            raise format_version_error("index", source, meta.get("format_version"), FORMAT_VERSION, "build-index")
         if vectors.d != meta["dim"] or vectors.ntotal != meta["n_names"]:
             raise IndexFormatError(
                 f"{source}: {VECTORS_FILE} has dimension {vectors.d} and {vectors.ntotal} vectors, but {META_FILE} "
@@ -442,12 +486,20 @@ class ConceptIndex:
                 f"{source}: {RERANK_FILE} holds {rerank.shape[0]} vectors of dimension {rerank.shape[1]}, but {META_FILE} "
                 f"says {meta['n_names']} names of dimension {meta['dim']}; the files come from different builds"
             )
-        table, pair_names, pair_concepts = read_columns(concepts, names, source)
+        try:
+            table = ConceptTable.from_arrays({key[len("concepts.") :]: a for key, a in tables.items() if key.startswith("concepts.")})
+            names = StringColumn.from_arrays(tables, "names")
+            links = NameLinks(tables["links.offsets"], tables["links.concepts"])
+        except (ValueError, KeyError) as err:
+            raise IndexFormatError(f"{source}: the tables in {TABLES_DIR}/ do not fit together ({err}); rebuild the index (build-index)") from err
+        if len(table) != meta["n_concepts"]:
+            raise IndexFormatError(
+                f"{source}: the tables hold {len(table)} concepts but {META_FILE} says {meta['n_concepts']}; the files come from different builds"
+            )
         return cls(
             table,
-            list(names["names"]),
-            pair_names,
-            pair_concepts,
+            names,
+            links,
             vectors,
             normalizer=Normalizer.from_dict(meta["normalizer"]),
             normalize=meta["normalize"],
@@ -455,21 +507,64 @@ class ConceptIndex:
             encoder=meta,
             vocabulary=meta.get("vocabulary_hash"),
             rerank=rerank,
+            folder=folder,
         )
 
 
-def read_columns(concepts: dict, names: dict, source: str) -> Tuple[ConceptTable, numpy.ndarray, numpy.ndarray]:
-    """The concept table and the name/concept pair arrays of the saved columns; an IndexFormatError
-    naming the files when they are malformed."""
+def reopen_index(folder: str, meta: dict, nprobe: int, shortlist: int) -> ConceptIndex:
+    """The memory-mapped index in `folder` (unpickling), refused if the folder now holds another index."""
+    index = ConceptIndex.from_disk(folder)
+    if index.meta() != meta:
+        raise IndexFormatError(f"the index in {folder} changed on disk after it was loaded; load the pipeline again")
+    index.set_search_params(nprobe, shortlist)
+    return index
+
+
+def index_from_bytes(data: bytes, nprobe: int, shortlist: int) -> ConceptIndex:
+    index = ConceptIndex.from_bytes(data)
+    index.set_search_params(nprobe, shortlist)
+    return index
+
+
+def table_arrays(concepts: ConceptTable, names: StringColumn, links: NameLinks) -> Dict[str, numpy.ndarray]:
+    """The arrays an index saves for its tables, by name (see table_dtypes)."""
+    return {
+        **names.arrays("names"),
+        "links.offsets": links.offsets,
+        "links.concepts": links.concepts,
+        **{f"concepts.{key}": array for key, array in concepts.arrays().items()},
+    }
+
+
+def table_dtypes() -> Dict[str, str]:
+    """The arrays of ConceptIndex.tables() and their dtypes."""
+    dtypes = {"names.utf8": "uint8", "names.offsets": "int64", "links.offsets": "int64", "links.concepts": "int64"}
+    dtypes.update({f"concepts.{key}": dtype for key, dtype in ConceptTable.array_dtypes().items()})
+    return dtypes
+
+
+def legacy_tables(folder: Path) -> Dict[str, numpy.ndarray]:
+    """The tables of a format 5 or 6 index folder (concepts.msgpack and names.msgpack), read into memory."""
+    files = [folder / CONCEPTS_FILE, folder / NAMES_FILE]
+    for path in files:
+        if not path.exists():
+            raise IndexFormatError(f"the concept index file {path} is missing; rebuild the index (build-index)")
+    concepts, names = (read_table(path, srsly.read_msgpack) for path in files)
     try:
-        table = ConceptTable.from_dict(concepts)
-        pair_names = numpy.frombuffer(names["pair_names"], dtype="<i8").astype("int64")
-        pair_concepts = numpy.frombuffer(names["pair_concepts"], dtype="<i8").astype("int64")
+        return legacy_arrays(concepts, names)
     except (ValueError, KeyError, TypeError) as err:
-        raise IndexFormatError(f"{source}: {CONCEPTS_FILE} or {NAMES_FILE} is malformed: {err!r}") from err
+        raise IndexFormatError(f"{folder}: {CONCEPTS_FILE} or {NAMES_FILE} is malformed: {err!r}") from err
+
+
+def legacy_arrays(concepts: dict, names: dict) -> Dict[str, numpy.ndarray]:
+    """The arrays of ConceptIndex.tables() from the msgpack columns of formats 5 and 6."""
+    table = ConceptTable.from_dict(concepts)
+    pair_names = numpy.frombuffer(names["pair_names"], dtype="<i8").astype("int64")
+    pair_concepts = numpy.frombuffer(names["pair_concepts"], dtype="<i8").astype("int64")
     if len(pair_names) != len(pair_concepts) or (len(pair_concepts) and pair_concepts.max() >= len(table)):
-        raise IndexFormatError(f"{source}: the name/concept pairs in {NAMES_FILE} do not fit the {len(table)} concepts in {CONCEPTS_FILE}")
-    return table, pair_names, pair_concepts
+        raise ValueError(f"the name/concept pairs do not fit the {len(table)} concepts")
+    links = NameLinks.from_pairs(pair_names, pair_concepts, len(names["names"]))
+    return table_arrays(table, StringColumn.from_strings(names["names"]), links)
 
 
 def float32_rows(vectors: numpy.ndarray, normalize: bool = True) -> numpy.ndarray:
@@ -491,10 +586,14 @@ def read_table(path: Path, reader):
         raise IndexFormatError(f"the file {path} is corrupt: {err}") from err
 
 
-def read_faiss_file(path: Path) -> faiss.Index:
-    """A faiss index from disk, a corrupt file reported as an IndexFormatError naming it."""
+def read_faiss_file(path: Path, flags: int = 0) -> faiss.Index:
+    """A faiss index from disk, a corrupt file reported as an IndexFormatError naming it.
+
+    With `faiss.IO_FLAG_MMAP_IFC` the codes (of every index type: flat, scalar-quantized, HNSW storage,
+    inverted lists) stay memory-mapped: a load reads almost nothing, processes on one machine share the
+    pages, and the index is read-only."""
     try:
-        return faiss.read_index(str(path))
+        return faiss.read_index(str(path), flags)
     except RuntimeError as err:
         raise IndexFormatError(f"the faiss index file {path} is corrupt: {err}") from err
 

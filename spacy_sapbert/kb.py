@@ -1,10 +1,13 @@
-"""Concept records and the in-memory knowledge base they form."""
+"""Concept records, the in-memory knowledge base they form, and the column table an index keeps."""
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 import numpy
+
+from .columns import HashLookup, StringColumn
 
 
 def unique(items: Iterable[str]) -> List[str]:
@@ -117,22 +120,38 @@ class KnowledgeBase:
 
 
 LIST_FIELDS = ("synonyms", "types", "xrefs", "alt_ids")
+ID_LOOKUP = "id_lookup"
 
 
 class ConceptTable:
-    """Concepts stored column-wise: ids and canonical names as lists, and each of LIST_FIELDS as one
-    flat list of strings with int64 offsets (row i owns flat[offsets[i]:offsets[i + 1]]).
+    """Concepts stored column-wise as flat arrays: ids and canonical names as `StringColumn`s, and each of
+    LIST_FIELDS as one StringColumn of all items with int64 row offsets (row i owns items
+    offsets[i]:offsets[i + 1]).
 
-    A sequence of Concepts built on demand; loading one needs no Python object per concept beyond
-    its id and name strings. Ids must be distinct (the output of a KnowledgeBase).
+    A sequence of Concepts built on demand. The arrays may be memory-mapped, so a table of millions of
+    concepts opens without reading them. Ids must be distinct (the output of a KnowledgeBase).
+    Look-up by id goes through a `HashLookup` over the primary ids followed by the alternative ids.
     """
 
-    def __init__(self, ids: List[str], names: List[str], lists: Dict[str, Tuple[List[str], numpy.ndarray]]):
+    def __init__(
+        self,
+        ids: StringColumn,
+        names: StringColumn,
+        lists: Dict[str, Tuple[StringColumn, numpy.ndarray]],
+        lookup: Optional[HashLookup] = None,
+    ):
+        if len(names) != len(ids):
+            raise ValueError(f"{len(ids)} ids but {len(names)} names")
+        for key, (items, offsets) in lists.items():
+            if len(offsets) != len(ids) + 1 or offsets[0] != 0 or offsets[-1] != len(items):
+                raise ValueError(f"the {key}.rows offsets do not fit {len(ids)} concepts and {len(items)} items")
         self.ids = ids
         self.names = names
         self.lists = lists
-        self._rows = dict(zip(ids, range(len(ids))))
-        self._alt_rows: Optional[Dict[str, int]] = None
+        n_keys = len(ids) + len(lists["alt_ids"][0])
+        if lookup is not None and len(lookup.hashes) != n_keys:
+            raise ValueError(f"the id look-up holds {len(lookup.hashes)} ids, not {n_keys}")
+        self._lookup = lookup
 
     @classmethod
     def from_concepts(cls, concepts: Iterable[Concept]) -> "ConceptTable":
@@ -147,11 +166,12 @@ class ConceptTable:
             for key in LIST_FIELDS:
                 flat[key].extend(getattr(concept, key))
                 ends[key].append(len(flat[key]))
-        return cls(ids, names, {key: (flat[key], numpy.array(ends[key], dtype="int64")) for key in LIST_FIELDS})
+        lists = {key: (StringColumn.from_strings(flat[key]), numpy.array(ends[key], dtype="int64")) for key in LIST_FIELDS}
+        return cls(StringColumn.from_strings(ids), StringColumn.from_strings(names), lists)
 
     def _items(self, key: str, row: int) -> List[str]:
-        flat, offsets = self.lists[key]
-        return flat[offsets[row] : offsets[row + 1]]
+        items, offsets = self.lists[key]
+        return items[int(offsets[row]) : int(offsets[row + 1])]
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -165,42 +185,64 @@ class ConceptTable:
     def __iter__(self) -> Iterator[Concept]:
         return (self[row] for row in range(len(self.ids)))
 
+    @property
+    def lookup(self) -> HashLookup:
+        """The id look-up; built on first use for a table made in memory."""
+        if self._lookup is None:
+            self._lookup = HashLookup.build(itertools.chain(self.ids, self.lists["alt_ids"][0]))
+        return self._lookup
+
     def row(self, concept_id: str) -> Optional[int]:
         """The row of a primary id or, failing that, of the first concept with it as alternative id."""
-        row = self._rows.get(concept_id)
-        return row if row is not None else self._alt_index().get(concept_id)
-
-    def _alt_index(self) -> Dict[str, int]:
-        """Alternative id -> row, the first row winning; built on the first look-up of a non-primary id."""
-        if self._alt_rows is None:
-            flat, offsets = self.lists["alt_ids"]
-            rows = numpy.repeat(numpy.arange(len(self.ids)), numpy.diff(offsets)).tolist()
-            self._alt_rows = dict(zip(reversed(flat), reversed(rows)))
-        return self._alt_rows
+        n_ids = len(self.ids)
+        alt_ids, alt_offsets = self.lists["alt_ids"]
+        for position in self.lookup.candidates(concept_id):  # primary ids come first, then alt ids by row
+            if position < n_ids:
+                if self.ids[position] == concept_id:
+                    return position
+            elif alt_ids[position - n_ids] == concept_id:
+                return int(numpy.searchsorted(alt_offsets, position - n_ids, side="right")) - 1
+        return None
 
     def get(self, concept_id: str) -> Optional[Concept]:
         """The concept with this primary or alternative id, or None."""
         row = self.row(concept_id)
         return self[row] if row is not None else None
 
-    def to_dict(self) -> dict:
-        """Msgpack-ready columns; offsets as little-endian int64 bytes."""
-        data: Dict[str, Any] = {"ids": self.ids, "names": self.names}
-        for key, (flat, offsets) in self.lists.items():
-            data[key] = flat
-            data[f"{key}_offsets"] = offsets.astype("<i8").tobytes()
-        return data
+    def arrays(self) -> Dict[str, numpy.ndarray]:
+        """Every column as named flat arrays (see from_arrays)."""
+        arrays = {**self.ids.arrays("ids"), **self.names.arrays("names"), **self.lookup.arrays(ID_LOOKUP)}
+        for key, (items, offsets) in self.lists.items():
+            arrays.update(items.arrays(key))
+            arrays[f"{key}.rows"] = offsets
+        return arrays
+
+    @staticmethod
+    def array_dtypes() -> Dict[str, str]:
+        """The name and dtype of each array of arrays()."""
+        dtypes = {"ids.utf8": "uint8", "ids.offsets": "int64", "names.utf8": "uint8", "names.offsets": "int64"}
+        dtypes.update({f"{ID_LOOKUP}.hashes": "uint64", f"{ID_LOOKUP}.positions": "int64"})
+        for key in LIST_FIELDS:
+            dtypes.update({f"{key}.utf8": "uint8", f"{key}.offsets": "int64", f"{key}.rows": "int64"})
+        return dtypes
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, numpy.ndarray]) -> "ConceptTable":
+        """The table of arrays(); a ValueError when they do not fit together."""
+        lists = {key: (StringColumn.from_arrays(arrays, key), arrays[f"{key}.rows"]) for key in LIST_FIELDS}
+        return cls(
+            StringColumn.from_arrays(arrays, "ids"), StringColumn.from_arrays(arrays, "names"), lists,
+            HashLookup.from_arrays(arrays, ID_LOOKUP),
+        )
 
     @classmethod
     def from_dict(cls, data: dict) -> "ConceptTable":
-        """The table of to_dict's columns; a ValueError (KeyError, TypeError) when they are malformed."""
-        ids, names = list(data["ids"]), list(data["names"])
+        """The table of the msgpack columns of index formats 5 and 6; a ValueError (KeyError, TypeError)
+        when they are malformed."""
         lists = {}
         for key in LIST_FIELDS:
-            flat, offsets = list(data[key]), numpy.frombuffer(data[f"{key}_offsets"], dtype="<i8").astype("int64")
-            if len(offsets) != len(ids) + 1 or offsets[0] != 0 or offsets[-1] != len(flat) or (numpy.diff(offsets) < 0).any():
-                raise ValueError(f"the {key} offsets do not fit {len(ids)} concepts and {len(flat)} items")
-            lists[key] = (flat, offsets)
-        if len(names) != len(ids):
-            raise ValueError(f"{len(ids)} ids but {len(names)} names")
-        return cls(ids, names, lists)
+            offsets = numpy.frombuffer(data[f"{key}_offsets"], dtype="<i8").astype("int64")
+            lists[key] = (StringColumn.from_strings(data[key]), offsets)
+            if (numpy.diff(offsets) < 0).any():
+                raise ValueError(f"the {key} offsets decrease")
+        return cls(StringColumn.from_strings(data["ids"]), StringColumn.from_strings(data["names"]), lists)

@@ -1,4 +1,5 @@
 import zlib
+from pathlib import Path
 
 import numpy
 import pytest
@@ -42,11 +43,10 @@ def test_the_default_normalizer_collapses_space_and_case_and_keeps_punctuation()
 
 
 def test_names_are_deduplicated_and_shared_names_point_to_every_concept():
-    names, pair_names, pair_concepts = name_table(concepts(), Normalizer())
+    names, links = name_table(concepts(), Normalizer())
     assert names.count("heart failure") == 1
-    hf = names.index("hf")
-    assert sorted(pair_concepts[pair_names == hf].tolist()) == [0, 1]
-    assert len(names) == 7
+    assert links.concepts_of(names.index("hf")) == [0, 1]
+    assert len(names) == len(links) == 7
 
 
 def test_each_distinct_name_is_encoded_once():
@@ -233,7 +233,7 @@ def test_concepts_built_on_demand_equal_the_knowledge_base_lookup(tmp_path, trip
         index = ConceptIndex.from_disk(tmp_path / "index")
     elif trip == "bytes":
         index = ConceptIndex.from_bytes(index.to_bytes())
-    assert index.ids == ["A", "B", "C", "D"] and len(index) == 4
+    assert list(index.ids) == ["A", "B", "C", "D"] and len(index) == 4
     assert list(index.concepts) == list(kb) and index.concepts[-1] == kb.get("D")
     for concept_id in every_id(kb):
         assert index.concept(concept_id) == kb.get(concept_id), concept_id
@@ -251,22 +251,91 @@ def test_a_build_merges_the_vocabulary_once(monkeypatch):
     assert added == []
 
 
-def test_saved_concepts_are_columns_not_records(tmp_path):
-    ConceptIndex.build(merging_vocabulary(), hash_encode).to_disk(tmp_path / "index")
-    columns = srsly.read_msgpack(tmp_path / "index" / "concepts.msgpack")
-    assert columns["ids"] == ["A", "B", "C", "D"]
-    assert columns["alt_ids"] == ["A2", "shared", "A3", "A", "shared", "C", "D-alt"]
-    assert numpy.frombuffer(columns["alt_ids_offsets"], dtype="<i8").tolist() == [0, 3, 5, 5, 7]
-    assert srsly.read_json(tmp_path / "index" / "meta.json")["format_version"] == 6
+FIXTURES = Path(__file__).parent / "fixtures"
 
 
-def test_malformed_concept_columns_name_the_file(tmp_path):
+def test_saved_tables_are_flat_arrays_that_load_memory_mapped(tmp_path):
     ConceptIndex.build(merging_vocabulary(), hash_encode).to_disk(tmp_path / "index")
-    path = tmp_path / "index" / "concepts.msgpack"
-    columns = srsly.read_msgpack(path)
-    srsly.write_msgpack(path, {**columns, "types_offsets": numpy.array([0, 9], dtype="<i8").tobytes()})
-    with pytest.raises(IndexFormatError, match="concepts.msgpack or names.msgpack is malformed.*types offsets"):
+    tables = tmp_path / "index" / "tables"
+    assert bytes(numpy.load(tables / "concepts.ids.utf8.npy")) == b"ABCD"
+    assert numpy.load(tables / "concepts.alt_ids.rows.npy").tolist() == [0, 3, 5, 5, 7]
+    assert srsly.read_json(tmp_path / "index" / "meta.json")["format_version"] == 7
+    loaded = ConceptIndex.from_disk(tmp_path / "index")
+    assert loaded.folder == tmp_path / "index" and isinstance(loaded.names.offsets.base, numpy.memmap)
+    assert isinstance(loaded.concepts.lists["synonyms"][0].blob.base, numpy.memmap)
+
+
+@pytest.mark.parametrize("legacy", ["folder", "bytes"])
+def test_an_index_saved_in_format_6_loads_and_links_as_a_new_build(tmp_path, legacy):
+    """tests/fixtures/index-format-6*: merging_vocabulary() with hash_encode, saved by spacy-sapbert at d08f73d."""
+    if legacy == "folder":
+        old = ConceptIndex.from_disk(FIXTURES / "index-format-6")
+    else:
+        old = ConceptIndex.from_bytes((FIXTURES / "index-format-6.bytes").read_bytes())
+    new = ConceptIndex.build(merging_vocabulary(), hash_encode)
+    assert list(old.names) == list(new.names) and list(old.concepts) == list(new.concepts)
+    queries = hash_encode(["hf", "hepatoma", "renal disease", "nothing like it"])
+    assert old.search(queries, 3) == new.search(queries, 3)
+    assert old.concept("shared").id == "A" and old.concept("D-alt").id == "D"
+    old.to_disk(tmp_path / "index")  # re-saved in the current format
+    assert ConceptIndex.from_disk(tmp_path / "index").search(queries, 3) == new.search(queries, 3)
+
+
+def test_a_mapped_index_takes_new_names_and_saves_over_its_own_files(tmp_path):
+    ConceptIndex.build(concepts(), hash_encode).to_disk(tmp_path / "index")
+    loaded = ConceptIndex.from_disk(tmp_path / "index")
+    assert loaded.add_names([("C", "renal trouble"), ("B", "hepatocellular carcinoma")], hash_encode) == 2
+    assert loaded.folder is None
+    queries = hash_encode(["renal trouble", "hepatocellular carcinoma", "hf"])
+    expected = loaded.search(queries, 2)
+    assert [hits[0][0] for hits in expected] == ["C", "B", "A"]
+    loaded.to_disk(tmp_path / "index")  # over the files it was loaded from
+    again = ConceptIndex.from_disk(tmp_path / "index")
+    assert again.search(queries, 2) == expected and len(again.names) == len(loaded.names)
+    again.to_disk(tmp_path / "index")  # a mapped index written over its own mapped files
+    assert ConceptIndex.from_disk(tmp_path / "index").search(queries, 2) == expected
+
+
+def test_names_and_ids_outside_ascii_survive_the_round_trips(tmp_path):
+    vocabulary = [Concept("Ménière", "Maladie de Ménière", ["眩暈", "Ménière's disease"], alt_ids=["ß-1"]), Concept("B", "Hepatoma")]
+    index = ConceptIndex.build(vocabulary, hash_encode)
+    index.to_disk(tmp_path / "index")
+    for loaded in (ConceptIndex.from_disk(tmp_path / "index"), ConceptIndex.from_bytes(index.to_bytes())):
+        assert list(loaded.names) == ["maladie de ménière", "眩暈", "ménière's disease", "hepatoma"]
+        assert loaded.concept("ß-1") == vocabulary[0] and loaded.search(hash_encode(["眩暈"]), 1)[0][0][0] == "Ménière"
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        ("missing", r"index table .*tables/concepts.types.rows.npy is missing"),
+        ("garbage", r"index table .*tables/concepts.types.rows.npy is corrupt"),
+        ("dtype", r"index table .*tables/concepts.types.rows.npy holds float32 .* not 1-d int64"),
+        ("short", r"index: the tables in tables/ do not fit together \(the types.rows offsets"),
+    ],
+)
+def test_a_damaged_table_is_refused_naming_it(tmp_path, damage, message):
+    ConceptIndex.build(merging_vocabulary(), hash_encode).to_disk(tmp_path / "index")
+    path = tmp_path / "index" / "tables" / "concepts.types.rows.npy"
+    if damage == "missing":
+        path.unlink()
+    elif damage == "garbage":
+        path.write_bytes(b"not an npy file")
+    elif damage == "dtype":
+        numpy.save(path, numpy.zeros(5, dtype="float32"))
+    else:
+        numpy.save(path, numpy.array([0, 9], dtype="int64"))
+    with pytest.raises(IndexFormatError, match=message):
         ConceptIndex.from_disk(tmp_path / "index")
+
+
+def test_tables_of_another_build_are_refused(tmp_path):
+    ConceptIndex.build(concepts(), hash_encode).to_disk(tmp_path / "a")
+    ConceptIndex.build(merging_vocabulary(), hash_encode).to_disk(tmp_path / "b")
+    for name in ("names.utf8.npy", "names.offsets.npy", "links.offsets.npy", "links.concepts.npy"):
+        (tmp_path / "b" / "tables" / name).replace(tmp_path / "a" / "tables" / name)
+    with pytest.raises(IndexFormatError, match="different builds"):
+        ConceptIndex.from_disk(tmp_path / "a")
 
 
 def test_an_index_of_format_4_is_refused_in_one_line(tmp_path):
@@ -275,4 +344,22 @@ def test_an_index_of_format_4_is_refused_in_one_line(tmp_path):
     srsly.write_json(tmp_path / "index" / "meta.json", {**meta, "format_version": 4})
     with pytest.raises(IndexFormatError) as err:
         ConceptIndex.from_disk(tmp_path / "index")
-    assert "has format_version 4 but this spacy-sapbert reads 6" in str(err.value) and "\n" not in str(err.value)
+    assert "has format_version 4 but this spacy-sapbert reads 7" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_mapped_index_pickles_as_its_folder_and_notices_a_rebuild(tmp_path):
+    import pickle
+
+    built = ConceptIndex.build(concepts(), hash_encode)
+    built.to_disk(tmp_path / "index")
+    loaded = ConceptIndex.from_disk(tmp_path / "index")
+    loaded.set_search_params(nprobe=3, shortlist=7)
+    data = pickle.dumps(loaded)
+    assert len(data) < 2000 < len(pickle.dumps(built))  # the folder and meta, not the vectors
+    copy = pickle.loads(data)
+    queries = hash_encode(["hf", "kidney disease"])
+    assert copy.folder == loaded.folder and (copy.nprobe, copy.shortlist) == (3, 7)
+    assert copy.search(queries, 2) == built.search(queries, 2) == pickle.loads(pickle.dumps(built)).search(queries, 2)
+    ConceptIndex.build(merging_vocabulary(), hash_encode).to_disk(tmp_path / "index")
+    with pytest.raises(IndexFormatError, match="changed on disk after it was loaded"):
+        pickle.loads(data)

@@ -36,7 +36,7 @@ import torch.nn.functional as F
 from ..encoder import POOLINGS, embed_texts, infer_vectors
 from ..errors import SapbertError
 from ..extras import require
-from ..index import NameLinks, name_table
+from ..index import name_table
 from ..kb import Concept
 from ..normalizer import Normalizer
 from .checkpoints import require_at_least_one
@@ -140,15 +140,14 @@ class NameSpace:
 
     def __init__(self, concepts: Sequence[Concept]):
         self.concepts = list(concepts)
-        self.names, pair_names, pair_concepts = name_table(self.concepts, Normalizer(lowercase=False))
-        self.links = NameLinks(pair_names, pair_concepts, len(self.names))
+        self.names, self.links = name_table(self.concepts, Normalizer(lowercase=False))
         self.rows = {concept.id: row for row, concept in enumerate(self.concepts)}
         self.names_of: Dict[int, List[int]] = {}
-        for name_row, concept_row in zip(pair_names.tolist(), pair_concepts.tolist()):
+        for name_row, concept_row in zip(*(pairs.tolist() for pairs in self.links.pairs())):
             self.names_of.setdefault(concept_row, []).append(name_row)
 
     def owners(self, name_row: int) -> List[int]:
-        return self.links.pair_concepts[self.links.offsets[name_row] : self.links.offsets[name_row + 1]].tolist()
+        return self.links.concepts_of(name_row)
 
 
 def mine_examples(
