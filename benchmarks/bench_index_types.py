@@ -14,8 +14,9 @@ ground truth (top-10 by inner product) is a chunked brute-force pass over that f
 the run writes goes into a temporary folder it creates inside DIR and deletes at the end.
 
 Each type is built by `ConceptIndex.build` (chunked, one concept per name) and saved; then a fresh
-process loads it and reports resident memory added by the load (codes, name and concept tables),
-load time, queries per second (batches of 256, concept-level top-10 search) and recall@1/@10 against
+process loads it and reports resident memory added by the load (codes, name and concept tables;
+memory-mapped pages count once touched), the same after the searches and the private (anonymous,
+not file-backed) part of it, load time, queries per second (batches of 256, concept-level top-10 search) and recall@1/@10 against
 the exact ground truth. `ivfpq` is measured at every --nprobe.
 """
 from __future__ import annotations
@@ -41,13 +42,13 @@ import json, sys, time
 import numpy
 from spacy_sapbert.index import ConceptIndex
 
-def rss_mb():
-    return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmRSS:")) / 1024
+def rss_mb(field="VmRSS"):
+    return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith(field + ":")) / 1024
 
 folder, queries_path, truth_path, nprobe, shortlist = sys.argv[1:6]
 queries = numpy.load(queries_path)
 truth = numpy.load(truth_path)
-before = rss_mb()
+before, before_anon = rss_mb(), rss_mb("RssAnon")
 start = time.perf_counter()
 index = ConceptIndex.from_disk(folder)
 load_s = time.perf_counter() - start
@@ -61,7 +62,7 @@ search_s = time.perf_counter() - start
 rows = [[int(cid[1:]) for cid, _ in h] for h in hits]
 recall1 = numpy.mean([bool(r) and r[0] == t[0] for r, t in zip(rows, truth.tolist())])
 recall10 = numpy.mean([len(set(r) & set(t)) / 10 for r, t in zip(rows, truth.tolist())])
-print(json.dumps({"load_s": load_s, "loaded_mb": loaded_mb, "after_search_mb": rss_mb() - before,
+print(json.dumps({"load_s": load_s, "loaded_mb": loaded_mb, "after_search_mb": rss_mb() - before, "private_mb": rss_mb("RssAnon") - before_anon,
                   "qps": len(queries) / search_s, "recall1": recall1, "recall10": recall10}))
 """
 
@@ -169,12 +170,12 @@ def run_all(args: argparse.Namespace, work: Path) -> None:
     numpy.save(work / "queries.npy", queries)
     numpy.save(work / "truth.npy", truth)
 
-    print("\n| type | build s | disk bytes/name | resident bytes/name after load | after search | load s | queries/s | recall@1 | recall@10 |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("\n| type | build s | disk bytes/name | resident bytes/name after load | after search | of which private | load s | queries/s | recall@1 | recall@10 |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for index_type in args.types:
         folder = work / f"index-{index_type}"
         seconds = build(index_type, vectors, folder, work / f"chunks-{index_type}")
-        disk = sum(p.stat().st_size for p in folder.iterdir())
+        disk = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
         for nprobe in args.nprobe if index_type == "ivfpq" else args.nprobe[:1]:
             done = subprocess.run(
                 [sys.executable, "-c", LOAD_AND_SEARCH, str(folder), str(work / "queries.npy"), str(work / "truth.npy"),
@@ -186,7 +187,7 @@ def run_all(args: argparse.Namespace, work: Path) -> None:
             r = json.loads(done.stdout.strip().splitlines()[-1])
             label = f"ivfpq (nprobe {nprobe}, shortlist {args.shortlist})" if index_type == "ivfpq" else index_type
             mb = 2**20 / args.names
-            print(f"| {label} | {seconds:.0f} | {disk / args.names:.0f} | {r['loaded_mb'] * mb:.0f} | {r['after_search_mb'] * mb:.0f} | "
+            print(f"| {label} | {seconds:.0f} | {disk / args.names:.0f} | {r['loaded_mb'] * mb:.0f} | {r['after_search_mb'] * mb:.0f} | {r['private_mb'] * mb:.0f} | "
                   f"{r['load_s']:.2f} | {r['qps']:.0f} | {r['recall1']:.3f} | {r['recall10']:.3f} |", flush=True)
         shutil.rmtree(folder)  # inside `work`, which this run created
 
