@@ -138,22 +138,23 @@ def write_arrays(folder: Path, arrays: Mapping[str, numpy.ndarray]) -> None:
         atomic_write(folder / f"{key}.npy", lambda tmp, array=array: write_npy(tmp, numpy.asarray(array)))
 
 
+def load_npy(path: Path, what: str, dtype: str, ndim: int) -> numpy.ndarray:
+    """The .npy file at `path` memory-mapped (pages are read as they are touched); an IndexFormatError
+    naming `what` and the file when it is missing, corrupt, or not `ndim`-dimensional `dtype`."""
+    try:
+        array = numpy.load(path, mmap_mode="r", allow_pickle=False)
+    except FileNotFoundError as err:
+        raise IndexFormatError(f"the {what} {path} is missing; rebuild the index (build-index)") from err
+    except (ValueError, OSError) as err:
+        raise IndexFormatError(f"the {what} {path} is corrupt: {err}") from err
+    if array.dtype != numpy.dtype(dtype) or array.ndim != ndim:
+        raise IndexFormatError(f"the {what} {path} holds {array.dtype} of shape {array.shape}, not {ndim}-d {dtype}")
+    return array.view(numpy.ndarray)
+
+
 def read_arrays(folder: Path, keys: Iterable[str], dtypes: Mapping[str, str]) -> Arrays:
-    """folder/KEY.npy for each key, memory-mapped; an IndexFormatError naming a missing or corrupt file,
-    or one whose dtype is not `dtypes[key]` or that is not one-dimensional."""
-    arrays = {}
-    for key in keys:
-        path = folder / f"{key}.npy"
-        try:
-            array = numpy.load(path, mmap_mode="r", allow_pickle=False)
-        except FileNotFoundError as err:
-            raise IndexFormatError(f"the index table {path} is missing; rebuild the index (build-index)") from err
-        except (ValueError, OSError) as err:
-            raise IndexFormatError(f"the index table {path} is corrupt: {err}") from err
-        if array.dtype != numpy.dtype(dtypes[key]) or array.ndim != 1:
-            raise IndexFormatError(f"the index table {path} holds {array.dtype} of shape {array.shape}, not 1-d {dtypes[key]}")
-        arrays[key] = array.view(numpy.ndarray)
-    return arrays
+    """folder/KEY.npy for each key, one-dimensional of dtype `dtypes[key]`, memory-mapped (load_npy)."""
+    return {key: load_npy(folder / f"{key}.npy", "index table", dtypes[key], 1) for key in keys}
 
 
 def arrays_to_msg(arrays: Mapping[str, numpy.ndarray]) -> dict:

@@ -14,7 +14,7 @@ from .errors import IndexFormatError
 from .index_types import (
     DEFAULT_NPROBE, DEFAULT_SHORTLIST, RERANKED, TRAINED, choose_index_type, fill_index, rescored, set_search_params,
 )
-from .columns import StringColumn, arrays_from_msg, arrays_to_msg, read_arrays, write_arrays
+from .columns import StringColumn, arrays_from_msg, arrays_to_msg, load_npy, read_arrays, write_arrays
 from .io import atomic_write, atomic_write_text, write_npy
 from .kb import Concept, ConceptTable, KnowledgeBase
 from .normalizer import Normalizer
@@ -600,12 +600,4 @@ def read_faiss_file(path: Path, flags: int = 0) -> faiss.Index:
 
 def read_rerank(path: Path) -> numpy.ndarray:
     """The float16 re-scoring vectors of an index, memory-mapped (pages are read as queries touch them)."""
-    try:
-        rerank = numpy.load(path, mmap_mode="r", allow_pickle=False)
-    except FileNotFoundError as err:
-        raise IndexFormatError(f"the re-scoring vector file {path} is missing; rebuild the index (build-index)") from err
-    except (ValueError, OSError) as err:
-        raise IndexFormatError(f"the re-scoring vector file {path} is corrupt: {err}") from err
-    if rerank.dtype != numpy.float16 or rerank.ndim != 2:
-        raise IndexFormatError(f"the re-scoring vector file {path} holds {rerank.dtype} of shape {rerank.shape}, not float16 rows")
-    return rerank
+    return load_npy(path, "re-scoring vector file", "float16", 2)

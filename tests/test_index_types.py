@@ -91,7 +91,7 @@ def test_ivfpq_saves_its_rescoring_vectors_and_memory_maps_them_at_load(tmp_path
     index = ConceptIndex.build(vocabulary(), clustered_encode, encoder=SETTINGS, index_type="ivfpq")
     index.to_disk(tmp_path / "index")
     loaded = ConceptIndex.from_disk(tmp_path / "index")
-    assert isinstance(loaded.rerank, numpy.memmap) and loaded.rerank.dtype == numpy.float16
+    assert isinstance(loaded.rerank.base, numpy.memmap) and loaded.rerank.dtype == numpy.float16
     assert loaded.search(queries(), 5) == index.search(queries(), 5)
     assert ConceptIndex.from_bytes(index.to_bytes()).search(queries(), 5) == index.search(queries(), 5)
 
