@@ -35,7 +35,6 @@ MSGPACK_VERSIONS = (5, 6)
 META_FILE, VECTORS_FILE, TABLES_DIR = "meta.json", "vectors.faiss", "tables"
 CONCEPTS_FILE, NAMES_FILE = "concepts.msgpack", "names.msgpack"  # formats 5 and 6
 RERANK_FILE = "rerank.npy"
-
 RERANK_CHUNK_FILE = "rerank-float16.npy"  # beside the chunks of a chunked build, until the index is saved
 
 Candidate = Tuple[str, float]
