@@ -29,6 +29,8 @@ MANIFEST_FILE = "manifest.json"
 CHUNK_NAME = "chunk-{:06d}.npy"
 # the chunk files, and the temporary files atomic_write leaves when a kill interrupts it
 OWN_FILE = re.compile(r"^(chunk-\d{6}\.npy|manifest\.json|rerank-float16\.npy|\.(chunk-\d{6}\.npy|manifest\.json)\..*\.tmp)$")
+# what a build killed while writing its first manifest leaves in a folder (no chunk is written before it)
+MANIFEST_TMP = re.compile(r"^\.manifest\.json\..*\.tmp$")
 
 Encode = Callable[[Sequence[str]], numpy.ndarray]
 
@@ -128,8 +130,8 @@ class ChunkStore:
             self._check_manifest(recorded)
             return
         created = not self.folder.exists()
-        if not created:
-            if not self.folder.is_dir() or any(not OWN_FILE.match(entry.name) for entry in self.folder.iterdir()):
+        if not created:  # chunk files without a manifest are not known to be this build's: refused
+            if not self.folder.is_dir() or any(not MANIFEST_TMP.match(entry.name) for entry in self.folder.iterdir()):
                 raise OutputExistsError(
                     f"{self.folder} holds files of its own and no {MANIFEST_FILE}: it is not a chunk folder of an index "
                     "build; choose another chunk folder (--chunk-dir)"
@@ -176,17 +178,20 @@ class ChunkStore:
 
 
 def remove_chunks(folder: Union[str, Path]) -> None:
-    """Delete the manifest and chunk files of a chunk folder (nothing else), then the folder itself when
-    a build created it and it is empty (a folder the user made stays)."""
+    """Delete the chunk files of a chunk folder that holds this program's manifest (nothing else, and
+    nothing at all without that manifest), the manifest last, then the folder itself when a build
+    created it and it is empty (a folder the user made stays)."""
     folder = Path(folder)
-    if not folder.is_dir():
-        return
+    manifest = folder / MANIFEST_FILE
     try:
-        created = bool(srsly.read_json(folder / MANIFEST_FILE).get("created_folder"))
+        recorded = srsly.read_json(manifest)
     except (ValueError, OSError):
-        created = False
+        return
+    if not isinstance(recorded, dict) or recorded.get("format_version") != FORMAT_VERSION or "names_sha256" not in recorded:
+        return
     for entry in folder.iterdir():
-        if OWN_FILE.match(entry.name) and entry.is_file():
+        if entry.name != MANIFEST_FILE and OWN_FILE.match(entry.name) and entry.is_file():
             entry.unlink()
-    if created and not any(folder.iterdir()):
+    manifest.unlink()  # last: a removal cut short can be run again
+    if recorded.get("created_folder") and not any(folder.iterdir()):
         folder.rmdir()

@@ -106,6 +106,19 @@ def test_a_folder_of_other_files_is_refused_and_remove_chunks_deletes_only_its_o
     assert given.is_dir() and not any(given.iterdir())
 
 
+def test_chunk_files_without_a_manifest_are_not_ours_and_are_never_deleted(tmp_path):
+    folder = tmp_path / "chunks"
+    list(ChunkStore(folder, NAMES, SETTINGS, chunk_size=10).vectors(fake_encode))
+    (folder / MANIFEST_FILE).unlink()  # e.g. someone else's files that happen to be named like chunks
+    kept = sorted(p.name for p in folder.iterdir())
+    with pytest.raises(OutputExistsError, match="no manifest.json"):
+        ChunkStore(folder, NAMES, SETTINGS, chunk_size=10)
+    remove_chunks(folder)
+    (folder / MANIFEST_FILE).write_text("not json", encoding="utf8")
+    remove_chunks(folder)
+    assert sorted(p.name for p in folder.iterdir()) == sorted(kept + [MANIFEST_FILE]) and kept
+
+
 def test_encode_missing_encodes_only_unfinished_chunks_and_reads_none(tmp_path, monkeypatch):
     folder = tmp_path / "chunks"
     with pytest.raises(Interrupted):
