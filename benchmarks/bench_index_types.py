@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -173,23 +172,29 @@ def run_all(args: argparse.Namespace, work: Path) -> None:
     print("\n| type | build s | disk bytes/name | resident bytes/name after load | after search | of which private | load s | queries/s | recall@1 | recall@10 |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for index_type in args.types:
-        folder = work / f"index-{index_type}"
-        seconds = build(index_type, vectors, folder, work / f"chunks-{index_type}")
-        disk = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
-        for nprobe in args.nprobe if index_type == "ivfpq" else args.nprobe[:1]:
-            done = subprocess.run(
-                [sys.executable, "-c", LOAD_AND_SEARCH, str(folder), str(work / "queries.npy"), str(work / "truth.npy"),
-                 str(nprobe), str(args.shortlist)],
-                capture_output=True, text=True, cwd=REPO,
-            )
-            if done.returncode:
-                sys.exit(done.stderr[-3000:])
-            r = json.loads(done.stdout.strip().splitlines()[-1])
-            label = f"ivfpq (nprobe {nprobe}, shortlist {args.shortlist})" if index_type == "ivfpq" else index_type
-            mb = 2**20 / args.names
-            print(f"| {label} | {seconds:.0f} | {disk / args.names:.0f} | {r['loaded_mb'] * mb:.0f} | {r['after_search_mb'] * mb:.0f} | {r['private_mb'] * mb:.0f} | "
-                  f"{r['load_s']:.2f} | {r['qps']:.0f} | {r['recall1']:.3f} | {r['recall10']:.3f} |", flush=True)
-        shutil.rmtree(folder)  # inside `work`, which this run created
+        # each index in a folder of its own, made and removed here (frees its disk before the next type)
+        with tempfile.TemporaryDirectory(prefix=f"index-{index_type}-", dir=work) as scratch:
+            measure_type(args, index_type, vectors, Path(scratch), work)
+
+
+def measure_type(args: argparse.Namespace, index_type: str, vectors: numpy.ndarray, scratch: Path, work: Path) -> None:
+    """Build, save, load and search one index type in `scratch`, printing its table rows."""
+    folder = scratch / "index"
+    seconds = build(index_type, vectors, folder, scratch / "chunks")
+    disk = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+    for nprobe in args.nprobe if index_type == "ivfpq" else args.nprobe[:1]:
+        done = subprocess.run(
+            [sys.executable, "-c", LOAD_AND_SEARCH, str(folder), str(work / "queries.npy"), str(work / "truth.npy"),
+             str(nprobe), str(args.shortlist)],
+            capture_output=True, text=True, cwd=REPO,
+        )
+        if done.returncode:
+            sys.exit(done.stderr[-3000:])
+        r = json.loads(done.stdout.strip().splitlines()[-1])
+        label = f"ivfpq (nprobe {nprobe}, shortlist {args.shortlist})" if index_type == "ivfpq" else index_type
+        mb = 2**20 / args.names
+        print(f"| {label} | {seconds:.0f} | {disk / args.names:.0f} | {r['loaded_mb'] * mb:.0f} | {r['after_search_mb'] * mb:.0f} | {r['private_mb'] * mb:.0f} | "
+              f"{r['load_s']:.2f} | {r['qps']:.0f} | {r['recall1']:.3f} | {r['recall10']:.3f} |", flush=True)
 
 
 if __name__ == "__main__":
