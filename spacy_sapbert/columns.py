@@ -83,6 +83,11 @@ class StringColumn(Sequence[str]):
     def arrays(self, prefix: str) -> Arrays:
         return {f"{prefix}.utf8": self.blob, f"{prefix}.offsets": self.offsets}
 
+    @staticmethod
+    def dtypes(prefix: str) -> Dict[str, str]:
+        """The name and dtype of each array of arrays(prefix)."""
+        return {f"{prefix}.utf8": "uint8", f"{prefix}.offsets": "int64"}
+
     @classmethod
     def from_arrays(cls, arrays: Mapping[str, numpy.ndarray], prefix: str) -> "StringColumn":
         return cls(arrays[f"{prefix}.utf8"], arrays[f"{prefix}.offsets"])
@@ -123,6 +128,11 @@ class HashLookup:
     def arrays(self, prefix: str) -> Arrays:
         return {f"{prefix}.hashes": self.hashes, f"{prefix}.positions": self.positions}
 
+    @staticmethod
+    def dtypes(prefix: str) -> Dict[str, str]:
+        """The name and dtype of each array of arrays(prefix)."""
+        return {f"{prefix}.hashes": "uint64", f"{prefix}.positions": "int64"}
+
     @classmethod
     def from_arrays(cls, arrays: Mapping[str, numpy.ndarray], prefix: str) -> "HashLookup":
         return cls(arrays[f"{prefix}.hashes"], arrays[f"{prefix}.positions"])
@@ -152,9 +162,9 @@ def load_npy(path: Path, what: str, dtype: str, ndim: int) -> numpy.ndarray:
     return array.view(numpy.ndarray)
 
 
-def read_arrays(folder: Path, keys: Iterable[str], dtypes: Mapping[str, str]) -> Arrays:
-    """folder/KEY.npy for each key, one-dimensional of dtype `dtypes[key]`, memory-mapped (load_npy)."""
-    return {key: load_npy(folder / f"{key}.npy", "index table", dtypes[key], 1) for key in keys}
+def read_arrays(folder: Path, dtypes: Mapping[str, str]) -> Arrays:
+    """folder/KEY.npy for each KEY of `dtypes`, one-dimensional of that dtype, memory-mapped (load_npy)."""
+    return {key: load_npy(folder / f"{key}.npy", "index table", dtype, 1) for key, dtype in dtypes.items()}
 
 
 def arrays_to_msg(arrays: Mapping[str, numpy.ndarray]) -> dict:

@@ -426,7 +426,7 @@ class ConceptIndex:
         if version in MSGPACK_VERSIONS:
             tables = legacy_tables(folder)
         else:
-            tables = read_arrays(folder / TABLES_DIR, table_dtypes().keys(), table_dtypes())
+            tables = read_arrays(folder / TABLES_DIR, table_dtypes())
         rerank = read_rerank(folder / RERANK_FILE) if meta.get("index_type") in RERANKED else None
         vectors = read_faiss_file(vectors_file, faiss.IO_FLAG_MMAP_IFC)
         return cls._assemble(meta, tables, vectors, source=str(folder), rerank=rerank, folder=folder)
@@ -486,7 +486,7 @@ class ConceptIndex:
                 f"says {meta['n_names']} names of dimension {meta['dim']}; the files come from different builds"
             )
         try:
-            table = ConceptTable.from_arrays({key[len("concepts.") :]: a for key, a in tables.items() if key.startswith("concepts.")})
+            table = ConceptTable.from_arrays(tables, "concepts")
             names = StringColumn.from_arrays(tables, "names")
             links = NameLinks(tables["links.offsets"], tables["links.concepts"])
         except (ValueError, KeyError) as err:
@@ -531,15 +531,15 @@ def table_arrays(concepts: ConceptTable, names: StringColumn, links: NameLinks) 
         **names.arrays("names"),
         "links.offsets": links.offsets,
         "links.concepts": links.concepts,
-        **{f"concepts.{key}": array for key, array in concepts.arrays().items()},
+        **concepts.arrays("concepts"),
     }
 
 
 def table_dtypes() -> Dict[str, str]:
     """The arrays of ConceptIndex.tables() and their dtypes."""
-    dtypes = {"names.utf8": "uint8", "names.offsets": "int64", "links.offsets": "int64", "links.concepts": "int64"}
-    dtypes.update({f"concepts.{key}": dtype for key, dtype in ConceptTable.array_dtypes().items()})
-    return dtypes
+    return {
+        **StringColumn.dtypes("names"), "links.offsets": "int64", "links.concepts": "int64", **ConceptTable.array_dtypes("concepts"),
+    }
 
 
 def legacy_tables(folder: Path) -> Dict[str, numpy.ndarray]:

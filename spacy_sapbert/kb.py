@@ -209,30 +209,29 @@ class ConceptTable:
         row = self.row(concept_id)
         return self[row] if row is not None else None
 
-    def arrays(self) -> Dict[str, numpy.ndarray]:
-        """Every column as named flat arrays (see from_arrays)."""
-        arrays = {**self.ids.arrays("ids"), **self.names.arrays("names"), **self.lookup.arrays(ID_LOOKUP)}
+    def arrays(self, prefix: str) -> Dict[str, numpy.ndarray]:
+        """Every column as flat arrays named PREFIX.COLUMN.PART (see array_dtypes and from_arrays)."""
+        arrays = {**self.ids.arrays(f"{prefix}.ids"), **self.names.arrays(f"{prefix}.names"), **self.lookup.arrays(f"{prefix}.{ID_LOOKUP}")}
         for key, (items, offsets) in self.lists.items():
-            arrays.update(items.arrays(key))
-            arrays[f"{key}.rows"] = offsets
+            arrays.update(items.arrays(f"{prefix}.{key}"))
+            arrays[f"{prefix}.{key}.rows"] = offsets
         return arrays
 
     @staticmethod
-    def array_dtypes() -> Dict[str, str]:
-        """The name and dtype of each array of arrays()."""
-        dtypes = {"ids.utf8": "uint8", "ids.offsets": "int64", "names.utf8": "uint8", "names.offsets": "int64"}
-        dtypes.update({f"{ID_LOOKUP}.hashes": "uint64", f"{ID_LOOKUP}.positions": "int64"})
+    def array_dtypes(prefix: str) -> Dict[str, str]:
+        """The name and dtype of each array of arrays(prefix)."""
+        dtypes = {**StringColumn.dtypes(f"{prefix}.ids"), **StringColumn.dtypes(f"{prefix}.names"), **HashLookup.dtypes(f"{prefix}.{ID_LOOKUP}")}
         for key in LIST_FIELDS:
-            dtypes.update({f"{key}.utf8": "uint8", f"{key}.offsets": "int64", f"{key}.rows": "int64"})
+            dtypes.update({**StringColumn.dtypes(f"{prefix}.{key}"), f"{prefix}.{key}.rows": "int64"})
         return dtypes
 
     @classmethod
-    def from_arrays(cls, arrays: Mapping[str, numpy.ndarray]) -> "ConceptTable":
-        """The table of arrays(); a ValueError when they do not fit together."""
-        lists = {key: (StringColumn.from_arrays(arrays, key), arrays[f"{key}.rows"]) for key in LIST_FIELDS}
+    def from_arrays(cls, arrays: Mapping[str, numpy.ndarray], prefix: str) -> "ConceptTable":
+        """The table of arrays(prefix); a ValueError when they do not fit together."""
+        lists = {key: (StringColumn.from_arrays(arrays, f"{prefix}.{key}"), arrays[f"{prefix}.{key}.rows"]) for key in LIST_FIELDS}
         return cls(
-            StringColumn.from_arrays(arrays, "ids"), StringColumn.from_arrays(arrays, "names"), lists,
-            HashLookup.from_arrays(arrays, ID_LOOKUP),
+            StringColumn.from_arrays(arrays, f"{prefix}.ids"), StringColumn.from_arrays(arrays, f"{prefix}.names"), lists,
+            HashLookup.from_arrays(arrays, f"{prefix}.{ID_LOOKUP}"),
         )
 
     @classmethod

@@ -52,16 +52,16 @@ def test_arrays_round_trip_through_files_and_messages(tmp_path):
     arrays = {**StringColumn.from_strings(STRINGS).arrays("s"), **HashLookup.build(STRINGS).arrays("h")}
     dtypes = {key: str(array.dtype) for key, array in arrays.items()}
     write_arrays(tmp_path / "t", arrays)
-    for loaded in (read_arrays(tmp_path / "t", dtypes, dtypes), arrays_from_msg(arrays_to_msg(arrays), dtypes)):
+    for loaded in (read_arrays(tmp_path / "t", dtypes), arrays_from_msg(arrays_to_msg(arrays), dtypes)):
         assert sorted(loaded) == sorted(arrays)
         for key in arrays:
             assert numpy.array_equal(loaded[key], arrays[key]) and loaded[key].dtype == arrays[key].dtype
-    assert list(StringColumn.from_arrays(read_arrays(tmp_path / "t", dtypes, dtypes), "s")) == STRINGS
+    assert list(StringColumn.from_arrays(read_arrays(tmp_path / "t", dtypes), "s")) == STRINGS
     with pytest.raises(ValueError, match="s.offsets holds <f8, not int64"):
         arrays_from_msg({**arrays_to_msg(arrays), "s.offsets": ["<f8", b""]}, dtypes)
     (tmp_path / "t" / "s.utf8.npy").unlink()
     with pytest.raises(IndexFormatError, match="t/s.utf8.npy is missing"):
-        read_arrays(tmp_path / "t", dtypes, dtypes)
+        read_arrays(tmp_path / "t", dtypes)
 
 
 def test_a_column_equals_the_same_strings_in_the_same_order():
