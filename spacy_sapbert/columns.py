@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Dict, Iterable, Iterator, List, Mapping, Sequence, Union, overload
+from typing import Dict, Iterable, Iterator, List, Mapping, Sequence, Tuple, Union, overload
 
 import numpy
 
@@ -18,8 +18,29 @@ from .io import atomic_write, write_npy
 Arrays = Dict[str, numpy.ndarray]
 
 
-class StringColumn(Sequence[str]):
+class SavedArrays:
+    """Saving for a class made of flat arrays: PARTS maps each saved part to (attribute, dtype), in the
+    order of the constructor's arguments; arrays are named PREFIX.PART."""
+
+    PARTS: Dict[str, Tuple[str, str]] = {}
+
+    def arrays(self, prefix: str) -> Arrays:
+        return {f"{prefix}.{part}": getattr(self, attribute) for part, (attribute, _) in self.PARTS.items()}
+
+    @classmethod
+    def dtypes(cls, prefix: str) -> Dict[str, str]:
+        """The name and dtype of each array of arrays(prefix)."""
+        return {f"{prefix}.{part}": dtype for part, (_, dtype) in cls.PARTS.items()}
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, numpy.ndarray], prefix: str):
+        return cls(*(arrays[f"{prefix}.{part}"] for part in cls.PARTS))
+
+
+class StringColumn(SavedArrays, Sequence[str]):
     """Strings stored as one UTF-8 blob (uint8) and int64 offsets: string i is blob[offsets[i]:offsets[i + 1]]."""
+
+    PARTS = {"utf8": ("blob", "uint8"), "offsets": ("offsets", "int64")}
 
     def __init__(self, blob: numpy.ndarray, offsets: numpy.ndarray):
         if blob.dtype != numpy.uint8 or blob.ndim != 1 or offsets.ndim != 1 or len(offsets) == 0:
@@ -80,31 +101,21 @@ class StringColumn(Sequence[str]):
             numpy.concatenate([self.blob, more.blob]), numpy.concatenate([self.offsets, more.offsets[1:] + len(self.blob)])
         )
 
-    def arrays(self, prefix: str) -> Arrays:
-        return {f"{prefix}.utf8": self.blob, f"{prefix}.offsets": self.offsets}
-
-    @staticmethod
-    def dtypes(prefix: str) -> Dict[str, str]:
-        """The name and dtype of each array of arrays(prefix)."""
-        return {f"{prefix}.utf8": "uint8", f"{prefix}.offsets": "int64"}
-
-    @classmethod
-    def from_arrays(cls, arrays: Mapping[str, numpy.ndarray], prefix: str) -> "StringColumn":
-        return cls(arrays[f"{prefix}.utf8"], arrays[f"{prefix}.offsets"])
-
 
 def string_hash(string: str) -> int:
     """A 64-bit hash of a string that is the same in every process and on every machine."""
     return int.from_bytes(hashlib.blake2b(string.encode("utf-8"), digest_size=8).digest(), "little")
 
 
-class HashLookup:
+class HashLookup(SavedArrays):
     """Exact look-up of strings by position: the 64-bit hash of each string, sorted, with its position.
 
     Positions of equal hashes stay in ascending order, so the first match found is the first position
     holding the string. Callers compare the strings themselves: a hash collision costs a comparison,
     never a wrong answer.
     """
+
+    PARTS = {"hashes": ("hashes", "uint64"), "positions": ("positions", "int64")}
 
     def __init__(self, hashes: numpy.ndarray, positions: numpy.ndarray):
         if hashes.shape != positions.shape:
@@ -124,18 +135,6 @@ class HashLookup:
         first = int(numpy.searchsorted(self.hashes, key, side="left"))
         last = int(numpy.searchsorted(self.hashes, key, side="right"))
         return sorted(self.positions[first:last].tolist())
-
-    def arrays(self, prefix: str) -> Arrays:
-        return {f"{prefix}.hashes": self.hashes, f"{prefix}.positions": self.positions}
-
-    @staticmethod
-    def dtypes(prefix: str) -> Dict[str, str]:
-        """The name and dtype of each array of arrays(prefix)."""
-        return {f"{prefix}.hashes": "uint64", f"{prefix}.positions": "int64"}
-
-    @classmethod
-    def from_arrays(cls, arrays: Mapping[str, numpy.ndarray], prefix: str) -> "HashLookup":
-        return cls(arrays[f"{prefix}.hashes"], arrays[f"{prefix}.positions"])
 
 
 # saving -----------------------------------------------------------------------------------------
