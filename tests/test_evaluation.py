@@ -177,12 +177,14 @@ def test_end_to_end_precision_recall_f1(tiny_bert):
     text = "Hepatoma and nephropathy, not heart failure."
     gold = [
         Mention(0, 8, "Hepatoma", "Disease", "OMIM:2"),  # found, right id through the alternative id
-        Mention(13, 24, "nephropathy", "Disease", "D1"),  # found, wrong gold on purpose
+        Mention(13, 24, "nephropathy", "SpecificDisease", "D1"),  # found, wrong gold on purpose; an NCBI-disease type
         Mention(100, 110, "missed", "Disease", "D5"),  # never found
     ]
     scores = evaluate_end_to_end(nlp, [Document("1", text, gold)])
     assert (scores["tp"], scores["fp"], scores["fn"]) == (1, 2, 2)  # "heart failure" predicted, not in gold
     assert scores["precision"] == pytest.approx(1 / 3) and scores["recall"] == pytest.approx(1 / 3)
+    # the NER alone found both placed mentions: SpecificDisease is scored as the label Disease
+    assert (scores["ner"]["Disease"]["tp"], scores["ner"]["Disease"]["fp"], scores["ner"]["Disease"]["fn"]) == (2, 1, 1)
 
 
 def test_end_to_end_resolves_alternative_ids_through_the_linker_of_each_label(tiny_bert):
@@ -264,7 +266,8 @@ def test_evaluate_command_scores_a_pipeline_end_to_end(tmp_path, tiny_bert):
     e2e = json.loads((tmp_path / "r.json").read_text())["end_to_end"]
     # the matcher finds Hepatoma, heart failure, nephropathy (not "NP"); all three link to their gold ids
     assert (e2e["tp"], e2e["fp"], e2e["fn"]) == (3, 0, 1)
-    assert "end to end" in result.output
+    assert "end to end" in result.output and "| (span, id), overlap |" in result.output
+    assert e2e["ner"]["Disease"]["tp"] == 3 and e2e["overlap"]["tp"] == 3
 
 
 def misled_mentions(tiny_bert, concepts):
@@ -388,3 +391,31 @@ def test_run_benchmark_without_a_cache_encodes_the_vocabulary_once(tmp_path, tin
     )
     assert len(builds) == 1
     assert report["memory"]["tuned_on_this_corpus"] and len(report["results"]) == 2
+
+
+def test_score_end_to_end_strict_overlap_and_ner_per_label():
+    from spacy_sapbert.evaluation import Entity, score_end_to_end
+
+    ids = frozenset
+    golds = [
+        Entity(0, 10, "Disease", ids({"D1"})),
+        Entity(20, 30, "Disease", ids({"D2"})),
+        Entity(40, 45, "Chemical", ids({"C1"})),
+        Entity(50, 55, "Disease", ids()),  # cui-less: a NER target, no (span, id) target
+    ]
+    predictions = [
+        Entity(0, 10, "Disease", ids({"D1", "ALT"})),  # exact, right id
+        Entity(18, 30, "Disease", ids({"D2"})),  # overlapping, right id
+        Entity(40, 45, "Disease", ids({"C9"})),  # exact span, wrong id and wrong label
+        Entity(50, 55, "Disease", ids()),  # unlinked: no (span, id) prediction
+        Entity(60, 65, "Chemical", ids({"C2"})),  # spurious
+    ]
+    scores = score_end_to_end([(golds, predictions)])
+    assert (scores["tp"], scores["fp"], scores["fn"]) == (1, 3, 2)
+    assert (scores["overlap"]["tp"], scores["overlap"]["fp"], scores["overlap"]["fn"]) == (2, 2, 1)
+    assert scores["overlap"]["recall"] == pytest.approx(2 / 3)
+    ner = scores["ner"]
+    assert (ner["Disease"]["tp"], ner["Disease"]["fp"], ner["Disease"]["fn"]) == (2, 2, 1)
+    assert (ner["Chemical"]["tp"], ner["Chemical"]["fp"], ner["Chemical"]["fn"]) == (0, 1, 1)
+    assert (ner["micro"]["tp"], ner["micro"]["fp"], ner["micro"]["fn"]) == (2, 3, 2)
+    assert ner["micro"]["f1"] == pytest.approx(2 * (2 / 5) * (2 / 4) / (2 / 5 + 2 / 4))

@@ -54,15 +54,18 @@ def test_project_workflow_all_then_install_the_wheel(tmp_path, tiny_bert, capsys
         "vars.sap_steps": 3,
         "vars.finetune_steps": 2,
         "vars.checkpoint_every": 2,
+        "vars.ner_max_steps": 4,
+        "vars.ner_eval_frequency": 2,
         "vars.package_name": "sapbert_tiny_project",
     }
     project_run(project, "all", overrides=overrides)
     for output in ("corpus/pairs.txt", "training/sap/model/config.json", "training/finetuned/model/config.json",
+                   "corpus/ner/ncbi-train.spacy", "training/ner/model-best/config.cfg", "metrics/ner-ncbi-dev.json",
                    "training/pipeline/config.cfg", "metrics/ncbi-dev.json", "metrics/ncbi-dev.png"):
         assert (project / output).exists(), output
     capsys.readouterr()
     project_run(project, "all", overrides=overrides)  # nothing changed: every step is skipped
-    assert capsys.readouterr().out.count("Skipping") == 9
+    assert capsys.readouterr().out.count("Skipping") == 11
 
     [wheel] = list((project / "packages").rglob("*.whl"))
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(tmp_path / "site"), str(wheel)],
@@ -71,7 +74,10 @@ def test_project_workflow_all_then_install_the_wheel(tmp_path, tiny_bert, capsys
         "import spacy\n"
         "nlp = spacy.load('en_sapbert_tiny_project')\n"
         "print(nlp.pipe_names)\n"
-        f"doc = nlp('Patients with {name} were seen.')\n"
+        "nlp('Patients with a rash were seen.')\n"  # the NER runs (4 training steps: what it finds is not checked)
+        f"doc = nlp.make_doc('Patients with {name} were seen.')\n"
+        f"doc.ents = [doc.char_span(14, 14 + len('{name}'), label='Disease')]\n"
+        "doc = nlp.get_pipe('sapbert_linker')(doc)\n"
         "print([(e.text, e.label_, bool(e.kb_id_)) for e in doc.ents])\n"
     )
     # the wheel, and this checkout's spacy_sapbert (not another copy installed in the environment)
@@ -79,7 +85,7 @@ def test_project_workflow_all_then_install_the_wheel(tmp_path, tiny_bert, capsys
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     pipe_names, ents = out.stdout.strip().splitlines()
-    assert pipe_names == "['sapbert_abbreviations', 'dictionary_matcher', 'sapbert_linker']"
+    assert pipe_names == "['sapbert_abbreviations', 'ner', 'sapbert_linker']"
     assert f"('{name}', 'Disease', True)" in ents
 
 
@@ -97,8 +103,9 @@ def test_project_knn_workflow_after_all(tmp_path, tiny_bert):
         "vars.data": str(tmp_path / "data"), "vars.base_model": tiny_bert, "vars.pooling": "cls",
         "vars.batch_size": 16, "vars.sap_steps": 2, "vars.checkpoint_every": 2, "vars.dhns_epochs": 1,
         "vars.dhns_batch_size": 8, "vars.knn_package_name": "sapbert_tiny_knn",
+        "vars.ner_max_steps": 2, "vars.ner_eval_frequency": 2,
     }
-    for command in ("extract", "pairs", "train"):
+    for command in ("extract", "pairs", "train", "convert", "ner"):
         project_run(project, command, overrides=overrides)
     project_run(project, "knn", overrides=overrides)
     report = json.loads((project / "metrics" / "knn-dev.json").read_text())

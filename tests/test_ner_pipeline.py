@@ -1,0 +1,120 @@
+"""A trained NER in front of the linker: `assemble --ner`, and the checks that keep the copy faithful."""
+import pytest
+import spacy
+from spacy.training import Example
+from spacy.util import fix_random_seed
+from typer.testing import CliRunner
+
+from spacy_sapbert.cli import app
+from spacy_sapbert.errors import SapbertError
+from spacy_sapbert.pipeline import add_trained_ner
+
+runner = CliRunner()
+
+TRAIN = [
+    ("Patients with hepatoma were treated.", [(14, 22)]),
+    ("The boy had cardiac failure and fever.", [(12, 27)]),
+    ("Hepatoma is a liver cancer.", [(0, 8), (14, 26)]),
+    ("No sign of nephropathy was seen.", [(11, 22)]),
+    ("Nephropathy and hepatoma together.", [(0, 11), (16, 24)]),
+    ("She was treated for cardiac failure.", [(20, 35)]),
+]
+
+
+def train_toy_ner(folder, shared_tok2vec: bool = True):
+    """A tiny NER overfit on TRAIN (label Disease); by default its ner listens to a shared tok2vec, as spaCy's
+    quickstart configs build it."""
+    fix_random_seed(0)
+    nlp = spacy.blank("en")
+    if shared_tok2vec:
+        nlp.add_pipe("tok2vec")
+    nlp.add_pipe("ner")
+    examples = [Example.from_dict(nlp.make_doc(t), {"entities": [(s, e, "Disease") for s, e in spans]}) for t, spans in TRAIN]
+    optimizer = nlp.initialize(lambda: examples)
+    for _ in range(40):
+        nlp.update(examples, sgd=optimizer, drop=0.0)
+    nlp.to_disk(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def toy_ner(tmp_path_factory):
+    return train_toy_ner(tmp_path_factory.mktemp("ner") / "model-best")
+
+
+@pytest.fixture
+def linker_only(tmp_path, tiny_bert):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("D1||Heart failure|cardiac failure\nD2||Liver cancer|hepatoma\nD3||Kidney disease|nephropathy\n", encoding="utf8")
+    result = runner.invoke(app, ["build-index", str(vocab), str(tmp_path / "linker"), "--model", tiny_bert, "--label", ""])
+    assert result.exit_code == 0, result.output
+    return tmp_path / "linker"
+
+
+def test_assemble_puts_the_trained_ner_before_the_linker_self_contained(toy_ner, linker_only, tmp_path):
+    result = runner.invoke(app, ["assemble", str(linker_only), str(tmp_path / "pipe"), "--ner", str(toy_ner)])
+    assert result.exit_code == 0, result.output
+    nlp = spacy.load(tmp_path / "pipe")
+    assert nlp.pipe_names == ["sapbert_abbreviations", "ner", "sapbert_linker"]  # no tok2vec: the listener was replaced
+    doc = nlp("Patients with hepatoma were treated.")
+    assert [(e.text, e.label_) for e in doc.ents] == [("hepatoma", "Disease")]
+    assert doc.ents[0].kb_id_ in {"D1", "D2", "D3"} and doc.ents[0]._.kb_ents
+    trained = spacy.load(toy_ner)
+    for text, _ in TRAIN:  # the copy finds exactly what the trained pipeline finds
+        assert [(e.start_char, e.end_char) for e in nlp(text).ents] == [(e.start_char, e.end_char) for e in trained(text).ents]
+
+
+def test_a_ner_pipeline_that_tokenizes_differently_is_refused(toy_ner, tmp_path):
+    other = spacy.load(toy_ner)
+    other.tokenizer.add_special_case("hepatoma", [{"ORTH": "hepat"}, {"ORTH": "oma"}])
+    other.to_disk(tmp_path / "other")
+    with pytest.raises(SapbertError, match="tokenizes differently"):
+        add_trained_ner(spacy.blank("en"), tmp_path / "other")
+
+
+def test_a_pipeline_without_ner_or_a_missing_folder_is_an_error(tmp_path):
+    spacy.blank("en").to_disk(tmp_path / "blank")
+    with pytest.raises(SapbertError, match="has no ner component"):
+        add_trained_ner(spacy.blank("en"), tmp_path / "blank")
+    with pytest.raises(SapbertError, match="cannot load the NER pipeline"):
+        add_trained_ner(spacy.blank("en"), tmp_path / "absent")
+
+
+def toy_docbin(path):
+    from spacy.tokens import DocBin
+
+    nlp = spacy.blank("en")
+    docs = []
+    for text, spans in TRAIN:
+        doc = nlp.make_doc(text)
+        doc.ents = [doc.char_span(s, e, label="Disease") for s, e in spans]
+        docs.append(doc)
+    DocBin(docs=docs).to_disk(path)
+    return path
+
+
+def test_train_ner_writes_model_best_complete_or_nothing(tmp_path):
+    from conftest import ROOT
+
+    config = ROOT / "projects" / "sapbert" / "configs" / "ner.cfg"
+    data = toy_docbin(tmp_path / "toy.spacy")
+    args = ["train-ner", str(config), str(tmp_path / "ner"), "--paths.train", str(data), "--paths.dev", str(data),
+            "--training.max_steps", "4", "--training.eval_frequency", "2"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert spacy.load(tmp_path / "ner" / "model-best").pipe_names == ["ner"]
+    assert sorted(p.name for p in (tmp_path / "ner").iterdir()) == ["model-best", "model-last"]
+
+    again = runner.invoke(app, args)  # an earlier output is replaced only when asked
+    assert again.exit_code == 1 and "--overwrite" in again.output
+    assert runner.invoke(app, args + ["--overwrite"]).exit_code == 0
+
+    failed = runner.invoke(app, args[:3] + ["--paths.train", str(tmp_path / "absent.spacy")] + args[5:] + ["--overwrite"])
+    assert failed.exit_code != 0
+    assert spacy.load(tmp_path / "ner" / "model-best").pipe_names == ["ner"]  # the earlier output is untouched
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ner", "toy.spacy"]  # no half-written folder left behind
+
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep", encoding="utf8")
+    refused = runner.invoke(app, [args[0], args[1], str(tmp_path / "mine"), *args[3:], "--overwrite"])
+    assert refused.exit_code == 1 and (tmp_path / "mine" / "notes.txt").read_text(encoding="utf8") == "keep"

@@ -1,0 +1,46 @@
+"""The NER shipped for the offline default: small, in the wheel, and in front of the linker."""
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import spacy
+
+from conftest import ROOT
+from spacy_sapbert.kb import Concept
+from spacy_sapbert.pipeline import SHIPPED_NER, build_pipeline
+
+
+def test_the_shipped_ner_is_small_and_finds_diseases_written_freely():
+    size = sum(f.stat().st_size for f in SHIPPED_NER.rglob("*") if f.is_file())
+    assert size <= 10 * 1024 * 1024
+    config = (SHIPPED_NER / "config.cfg").read_text(encoding="utf8")
+    assert "/work/" not in config and "/home/" not in config and "/tmp/" not in config  # no path of the training machine
+    nlp = spacy.load(SHIPPED_NER)
+    assert nlp.pipe_names == ["ner"] and nlp.get_pipe("ner").labels == ("Disease",)
+    doc = nlp("Mutations in BRCA1 predispose women to breast and ovarian cancer. Her son has Duchenne muscular dystrophy.")
+    found = {e.text for e in doc.ents}
+    assert "Duchenne muscular dystrophy" in found and any("cancer" in t for t in found), found
+
+
+def test_the_default_pipeline_puts_the_shipped_ner_before_the_linker(tiny_bert):
+    concepts = [Concept("HP:1", "Muscular dystrophy"), Concept("HP:2", "Seizure", ["fits"])]
+    nlp = build_pipeline(concepts, tiny_bert, ner=SHIPPED_NER, linker_config={"device": "cpu"})
+    assert nlp.pipe_names == ["ner", "sapbert_linker"]
+    doc = nlp("Her son has Duchenne muscular dystrophy.")
+    assert [(e.text, e.kb_id_ in {"HP:1", "HP:2"}) for e in doc.ents] == [("Duchenne muscular dystrophy", True)]
+
+
+def test_the_wheel_of_the_package_carries_the_shipped_ner(tmp_path):
+    source = tmp_path / "src"  # a copy, so the build writes nothing into the checkout
+    shutil.copytree(ROOT / "spacy_sapbert", source / "spacy_sapbert", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("setup.py", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(source)],
+        check=True, capture_output=True,
+    )
+    [wheel] = list(tmp_path.glob("spacy_sapbert-*.whl"))
+    names = set(zipfile.ZipFile(wheel).namelist())
+    shipped = {"spacy_sapbert/data/ner-ncbi-disease/" + f.relative_to(SHIPPED_NER).as_posix() for f in SHIPPED_NER.rglob("*") if f.is_file()}
+    assert shipped and shipped <= names
