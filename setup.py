@@ -46,6 +46,7 @@ setup(
             "spacy-sapbert.HPO.v1 = spacy_sapbert.registry:hpo_v1",
             "spacy-sapbert.Normalizer.v1 = spacy_sapbert.normalizer:normalizer_v1",
         ],
+        "spacy_architectures": ["spacy-sapbert.TransformerTok2Vec.v1 = spacy_sapbert.ner_transformer:transformer_tok2vec"],
         "spacy_scorers": ["spacy-sapbert.linker_scorer.v1 = spacy_sapbert.scoring:make_linker_scorer"],
         "console_scripts": ["spacy-sapbert = spacy_sapbert.cli:app"],
     },

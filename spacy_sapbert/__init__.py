@@ -5,8 +5,9 @@ from .index import ConceptIndex
 from .kb import Concept, KnowledgeBase
 from .linker import SapbertLinker
 from . import registry  # noqa: F401  (registers the vocabulary loaders)
+from . import ner_transformer  # noqa: F401  (registers the TransformerTok2Vec architecture)
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "Concept",

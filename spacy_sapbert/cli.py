@@ -248,7 +248,9 @@ def train_ner_command(
     def run_training(folder: Path) -> None:
         try:
             train(config, folder, overrides=overrides)
-        except SystemExit as err:  # spaCy reports its own errors (printed above) and exits
+        except SystemExit as err:
+            if err.code != 1:  # not spaCy's error exit (e.g. SIGTERM, exit_on_sigterm): pass it on
+                raise
             raise SapbertError(f"spacy train failed on {config} (its message is above); nothing was written to {output}") from err
         if not (folder / "model-best" / "config.cfg").is_file():
             raise SapbertError(f"spacy train on {config} saved no model-best (no evaluation ran: check training.eval_frequency); nothing was written to {output}")
@@ -516,8 +518,18 @@ from .training.commands import register as _register_training  # noqa: E402
 _register_training(app)
 
 
+def exit_on_sigterm() -> None:
+    """Turn SIGTERM (`kill`, a scheduler's time limit) into SystemExit, so a command cleans up as on Ctrl-C:
+    the temporary folder of an unfinished output is removed. SIGKILL cannot be caught; what it leaves is
+    a hidden `.NAME.sapbert-tmp-*` sibling, never a half-written OUTPUT."""
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+
 def main() -> None:
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # per-file loading bars would drown the command's own output
+    exit_on_sigterm()
     app()

@@ -118,3 +118,28 @@ def test_train_ner_writes_model_best_complete_or_nothing(tmp_path):
     (tmp_path / "mine" / "notes.txt").write_text("keep", encoding="utf8")
     refused = runner.invoke(app, [args[0], args[1], str(tmp_path / "mine"), *args[3:], "--overwrite"])
     assert refused.exit_code == 1 and (tmp_path / "mine" / "notes.txt").read_text(encoding="utf8") == "keep"
+
+
+def test_a_terminated_train_ner_leaves_neither_output_nor_temporary_folder(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import ROOT
+
+    data = toy_docbin(tmp_path / "toy.spacy")
+    args = [sys.executable, "-m", "spacy_sapbert", "train-ner", str(ROOT / "projects" / "sapbert" / "configs" / "ner.cfg"),
+            str(tmp_path / "ner"), "--paths.train", str(data), "--paths.dev", str(data),
+            "--training.max_steps", "1000000", "--training.eval_frequency", "100000"]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    deadline = time.time() + 120
+    while time.time() < deadline and not any(".ner.sapbert-tmp-" in p.name for p in tmp_path.iterdir()):
+        time.sleep(0.2)
+    time.sleep(5)  # into the training loop
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["toy.spacy"]

@@ -1,0 +1,129 @@
+"""A Hugging Face encoder as the tok2vec of spaCy's NER (architecture "spacy-sapbert.TransformerTok2Vec.v1").
+
+The NER's transition-based parser reads one vector per spaCy token. This layer cuts each Doc into
+windows of `window` tokens, runs the encoder on their word pieces (the fast tokenizer's
+``is_split_into_words``, so pieces map back to spaCy tokens), and gives each token the mean of its
+pieces' last hidden states; a token without pieces (whitespace) gets zeros. The encoder is fine-tuned
+with the NER. Its weights are saved inside the NER's model file; the tokenizer and architecture are
+read from `model` (a folder or hub name; the all-MiniLM-L6-v2 names resolve to the offline copy)
+when the pipeline is built or loaded.
+
+spaCy-transformers does this in general; it pins transformers below the 5.x this package runs on,
+hence this small layer.
+"""
+from __future__ import annotations
+
+from typing import Callable, List, NamedTuple, Tuple
+
+import numpy
+import torch
+from spacy.tokens import Doc
+from spacy.util import registry
+from thinc.api import ArgsKwargs, Model, PyTorchWrapper_v2, torch2xp, xp2torch
+from thinc.types import Floats2d, Floats3d
+
+
+class WindowBatch(NamedTuple):
+    """Word pieces of the windows of a batch of Docs, and which window token each piece belongs to (-1: none)."""
+
+    input_ids: numpy.ndarray  # (windows, pieces)
+    attention_mask: numpy.ndarray  # (windows, pieces)
+    word_index: numpy.ndarray  # (windows, pieces)
+    n_words: int  # tokens per window (the padded width of the output)
+
+
+class WordPooler(torch.nn.Module):
+    """An encoder whose output is the mean of each word's pieces: (windows, n_words, hidden)."""
+
+    def __init__(self, transformer: torch.nn.Module):
+        super().__init__()
+        self.transformer = transformer
+
+    def forward(self, input_ids, attention_mask, word_index, n_words: int):
+        hidden = self.transformer(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        valid = word_index >= 0
+        index = word_index.clamp(min=0)
+        sums = hidden.new_zeros(hidden.shape[0], n_words, hidden.shape[2])
+        sums.scatter_add_(1, index.unsqueeze(-1).expand_as(hidden), hidden * valid.unsqueeze(-1))
+        counts = hidden.new_zeros(hidden.shape[0], n_words).scatter_add_(1, index, valid.to(hidden.dtype))
+        return sums / counts.clamp(min=1).unsqueeze(-1)
+
+
+def doc_windows(docs: List[Doc], window: int) -> List[Tuple[int, int, int]]:
+    """(doc index, start, end) of consecutive token windows covering every doc; an empty doc has one empty window."""
+    return [(i, start, min(start + window, len(doc))) for i, doc in enumerate(docs) for start in range(0, max(len(doc), 1), window)]
+
+
+def _convert_inputs(model: Model, batch: WindowBatch, is_train: bool):
+    kwargs = {
+        "input_ids": torch.as_tensor(batch.input_ids, dtype=torch.long),
+        "attention_mask": torch.as_tensor(batch.attention_mask, dtype=torch.long),
+        "word_index": torch.as_tensor(batch.word_index, dtype=torch.long),
+        "n_words": batch.n_words,
+    }
+    return ArgsKwargs(args=(), kwargs=kwargs), lambda d_inputs: []
+
+
+def _convert_outputs(model: Model, inputs_outputs, is_train: bool):
+    _, output = inputs_outputs
+
+    def backprop(d_output: Floats3d) -> ArgsKwargs:
+        return ArgsKwargs(args=(output,), kwargs={"grad_tensors": xp2torch(d_output)})
+
+    return torch2xp(output, ops=model.ops), backprop
+
+
+def _forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[Floats2d], Callable]:
+    tokenizer = model.attrs["tokenizer"]
+    window, max_length = model.attrs["window"], model.attrs["max_length"]
+    windows = doc_windows(docs, window)
+    encoded = tokenizer(
+        [[token.text for token in docs[i][start:end]] for i, start, end in windows],
+        is_split_into_words=True,
+        truncation=True,
+        max_length=max_length,
+        padding=True,
+        return_tensors="np",
+    )
+    word_index = numpy.array(
+        [[-1 if w is None else w for w in encoded.word_ids(b)] for b in range(len(windows))], dtype="int64"
+    ).reshape(len(windows), -1)
+    batch = WindowBatch(encoded["input_ids"], encoded["attention_mask"], word_index, window)
+    padded, backprop_encoder = model.layers[0](batch, is_train)
+    pieces: List[List[Floats2d]] = [[] for _ in docs]
+    for b, (i, start, end) in enumerate(windows):
+        pieces[i].append(padded[b, : end - start])
+    outputs = [model.ops.xp.ascontiguousarray(model.ops.xp.concatenate(p, axis=0)) for p in pieces]
+
+    def backprop(d_outputs: List[Floats2d]) -> List[Doc]:
+        d_padded = model.ops.alloc3f(*padded.shape)
+        for b, (i, start, end) in enumerate(windows):
+            d_padded[b, : end - start] = d_outputs[i][start:end]
+        backprop_encoder(d_padded)
+        return []
+
+    return outputs, backprop
+
+
+@registry.architectures("spacy-sapbert.TransformerTok2Vec.v1")
+def transformer_tok2vec(model: str, window: int = 64, max_length: int = 192) -> Model[List[Doc], List[Floats2d]]:
+    """One vector per token from a Hugging Face encoder (fine-tuned with the component that uses it).
+
+    `window`: spaCy tokens per encoder sequence; `max_length`: word pieces per sequence (more are cut,
+    and their tokens get zeros: keep it well above `window`).
+    """
+    from .encoder import load_pretrained
+
+    tokenizer, transformer = load_pretrained(model)
+    if not getattr(tokenizer, "is_fast", False):
+        from .errors import SapbertError
+
+        raise SapbertError(f"TransformerTok2Vec needs a fast tokenizer (word ids of the pieces); {model} has none")
+    encoder = PyTorchWrapper_v2(WordPooler(transformer), convert_inputs=_convert_inputs, convert_outputs=_convert_outputs)
+    return Model(
+        "sapbert_transformer_tok2vec",
+        _forward,
+        layers=[encoder],
+        attrs={"tokenizer": tokenizer, "window": window, "max_length": max_length},
+        dims={"nO": transformer.config.hidden_size},
+    )
