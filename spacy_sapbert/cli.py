@@ -97,7 +97,7 @@ SAMPLE_TEXT = (
 def build_index_command(
     vocabulary: Path = typer.Argument(..., help="Vocabulary file (id||name, MEDIC, MRCONSO.RRF, .obo, OBO-graph .json, MeSH .tsv)."),
     output: Path = typer.Argument(..., help="Folder to write the spaCy pipeline to."),
-    format: str = typer.Option("auto", help="dictionary, medic, umls, obo, obo-json, mesh, mesh-supp or auto."),
+    format: str = typer.Option("auto", help="dictionary, medic, umls, obo, obo-json, mesh, mesh-supp, scispacy or auto."),
     model: str = typer.Option(None, help="Encoder: hub name or local folder. Default: the offline all-MiniLM-L6-v2."),
     pooling: str = typer.Option(None, help="cls (SapBERT) or mean. Default: what the model folder declares (sentence-transformers' 1_Pooling), else cls."),
     max_length: int = typer.Option(25, help="Word pieces per name or mention."),
@@ -371,7 +371,7 @@ def _echo_link(text: str, kb_id: Optional[str], name: Optional[str], score: Opti
 def evaluate_command(
     corpus: Path = typer.Argument(..., help="Annotated corpus: PubTator (NCBI-disease, BC5CDR, MedMentions), BioSyn .concept or XL-BEL."),
     vocab: List[Path] = typer.Option(..., help="Vocabulary file(s); the format is guessed from the name unless --vocab-format is given."),
-    vocab_format: str = typer.Option("auto", help="Format of every --vocab: dictionary, medic, umls, obo, obo-json, mesh, mesh-supp, auto."),
+    vocab_format: str = typer.Option("auto", help="Format of every --vocab: dictionary, medic, umls, obo, obo-json, mesh, mesh-supp, scispacy, auto."),
     mesh_trees: List[str] = typer.Option([], help="Keep only MeSH descriptors under these tree letters (e.g. D for chemicals)."),
     model: Optional[str] = typer.Option(None, help="Encoder to evaluate (hub name or folder). Default: the offline all-MiniLM-L6-v2."),
     pooling: Optional[str] = typer.Option(None, help="cls or mean. Default: what the model folder declares (sentence-transformers' 1_Pooling), else cls."),

@@ -16,7 +16,7 @@ VocabularyLoader = Callable[[], Iterator[Concept]]
 
 @registry.misc("spacy-sapbert.Vocabulary.v1")
 def vocabulary_v1(path: str, format: str = "auto", strict: bool = True, options: Optional[Dict[str, Any]] = None) -> VocabularyLoader:
-    """Concepts from a vocabulary file: format is dictionary, medic, umls, obo, obo-json, mesh, mesh-supp or auto."""
+    """Concepts from a vocabulary file: format is dictionary, medic, umls, obo, obo-json, mesh, mesh-supp, scispacy or auto."""
 
     def load() -> Iterator[Concept]:
         from .readers import read_vocabulary

@@ -510,7 +510,7 @@ def test_read_vocabulary_rejects_unknown_format_and_options(tmp_path):
 
 from spacy_sapbert.readers import FormatDetectionError, detect_format, vocabulary_specs  # noqa: E402
 
-VOCABULARY_FORMAT_LIST = "dictionary, medic, umls, obo, obo-json, mesh, mesh-supp"
+VOCABULARY_FORMAT_LIST = "dictionary, medic, umls, obo, obo-json, mesh, mesh-supp, scispacy"
 
 
 @pytest.mark.parametrize(
@@ -832,3 +832,53 @@ def test_latin1_files_name_file_and_line(tmp_path, reader, text, kept):
     concepts, messages = read_with_warnings(reader, path)
     assert [c.id for c in concepts] == kept
     assert len(messages) == 1 and "skipped 1 " in messages[0]
+
+
+SCISPACY_KB = (
+    '{"concept_id": "C0011849", "canonical_name": "Diabetes Mellitus", "aliases": ["DM", "diabetes"], '
+    '"types": ["T047"], "definition": "A heterogeneous group of disorders."}\n'
+    '{"concept_id": "C0018801", "canonical_name": "", "aliases": ["cardiac failure", "heart failure"], "types": []}\n'
+    '\n'
+    '{"concept_id": "C0011849", "canonical_name": "Diabetes Mellitus", "aliases": ["sugar diabetes"]}\n'
+)
+
+
+def test_scispacy_kb_lines_become_concepts_merged_by_id(tmp_path):
+    from spacy_sapbert.readers import read_vocabularies, read_vocabulary, vocabulary_specs
+
+    path = write(tmp_path, "umls_2022_ab_cat0129.jsonl", SCISPACY_KB)
+    concepts = list(read_vocabulary(path, "scispacy"))
+    assert [(c.id, c.name, c.synonyms, c.types) for c in concepts[:2]] == [
+        ("C0011849", "Diabetes Mellitus", ["DM", "diabetes"], ["T047"]),
+        ("C0018801", "cardiac failure", ["heart failure"], []),  # no canonical name: the first alias
+    ]
+    merged = {c.id: c for c in read_vocabularies(vocabulary_specs([path], "auto"))}
+    assert merged["C0011849"].synonyms == ["DM", "diabetes", "sugar diabetes"]
+
+
+def test_scispacy_kb_is_told_by_auto_from_its_content(tmp_path):
+    assert detect_format(write(tmp_path, "kb.txt", SCISPACY_KB)) == "scispacy"
+    assert detect_format(write(tmp_path, "graph.txt", '{"graphs": [{"nodes": []}]}\n')) == "obo-json"
+    with pytest.raises(FormatDetectionError, match="scispaCy KB lines"):
+        detect_format(write(tmp_path, "other.txt", '{"id": 1}\n{"id": 2}\n'))
+
+
+@pytest.mark.parametrize(
+    "line, problem",
+    [
+        ('{"canonical_name": "x"}', "no 'concept_id'"),
+        ('{"concept_id": "C1", "canonical_name": "x", "aliases": "y"}', "'aliases' must be a list of strings"),
+        ('{"concept_id": "C1", "canonical_name": "", "aliases": []}', "neither a canonical name nor aliases"),
+        ('["C1", "x"]', "not an object"),
+        ('{"concept_id": "C1", "canonical_name": "x"', "not a JSON object"),
+    ],
+)
+def test_a_bad_scispacy_kb_line_is_an_error_naming_file_and_line(tmp_path, line, problem):
+    from spacy_sapbert.readers import read_vocabulary
+
+    path = write(tmp_path, "kb.jsonl", SCISPACY_KB.splitlines()[0] + "\n" + line + "\n")
+    with pytest.raises(VocabularyFormatError, match=problem) as info:
+        list(read_vocabulary(path, "scispacy"))
+    assert "kb.jsonl" in str(info.value) and "line 2" in str(info.value)
+    with pytest.warns(VocabularyWarning, match="skipped 1"):
+        assert [c.id for c in read_vocabulary(path, "scispacy", strict=False)] == ["C0011849"]

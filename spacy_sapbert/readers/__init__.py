@@ -106,6 +106,7 @@ from .dictionary import read_dictionary, read_spell_check  # noqa: E402
 from .mesh import read_mesh_descriptors, read_mesh_supplementary  # noqa: E402
 from .obo import read_obo, read_obo_graph_json  # noqa: E402
 from .umls import read_mrconso, read_mrrel_tradenames, read_mrsty  # noqa: E402
+from .scispacy import read_scispacy_kb  # noqa: E402
 from .detect import (  # noqa: E402
     VOCABULARY_FORMATS,
     FormatDetectionError,
@@ -122,6 +123,7 @@ READERS: Dict[str, Callable[..., Iterator[Concept]]] = {
     "obo-json": read_obo_graph_json,
     "mesh": read_mesh_descriptors,
     "mesh-supp": read_mesh_supplementary,
+    "scispacy": read_scispacy_kb,
 }
 assert tuple(READERS) == VOCABULARY_FORMATS
 FORMATS = tuple(READERS) + ("auto",)
@@ -215,6 +217,7 @@ __all__ = [
     "read_mrsty",
     "read_obo",
     "read_obo_graph_json",
+    "read_scispacy_kb",
     "read_spell_check",
     "read_vocabulary",
 ]

@@ -15,11 +15,12 @@ from typing import Callable, List, Optional, Sequence, Tuple
 from . import MalformedLine, PathLike, VocabularyFormatError, check_file, line_start
 from .dictionary import parse_dictionary_line
 from .mesh import split_tsv_line
+from .scispacy import is_scispacy_line
 
 SAMPLE_LINES = 20
 SAMPLE_BYTES = 256 * 1024
 
-VOCABULARY_FORMATS = ("dictionary", "medic", "umls", "obo", "obo-json", "mesh", "mesh-supp")
+VOCABULARY_FORMATS = ("dictionary", "medic", "umls", "obo", "obo-json", "mesh", "mesh-supp", "scispacy")
 CORPUS_FORMATS = ("pubtator", "biosyn", "xlbel")
 
 _CUI = re.compile(r"C[0-9]{7}\Z")
@@ -62,6 +63,8 @@ def format_from_name(path: PathLike) -> Optional[str]:
         return "obo"
     if name.endswith(".json"):
         return "obo-json"
+    if name.endswith(".jsonl"):
+        return "scispacy"
     if name.startswith("mrconso"):
         return "umls"
     if name.endswith(".tsv"):
@@ -181,10 +184,14 @@ def _refuse(path: Path, what: str, formats: Sequence[str]) -> FormatDetectionErr
 
 
 def _json_format(path: Path, lines: List[Tuple[int, str]]) -> Optional[str]:
-    """"obo-json" for a JSON array of objects or an object with "graphs"; "" for other JSON; None for no JSON."""
+    """"obo-json" for a JSON array of objects or an object with "graphs"; "scispacy" for JSON lines whose
+    first lines are scispaCy KB records; "" for other JSON; None for no JSON."""
     head = "".join(text.strip() for _, text in lines[:SAMPLE_LINES])
     if head.startswith("{"):
-        return "obo-json" if '"graphs"' in "".join(text for _, text in lines) else ""
+        if '"graphs"' in "".join(text for _, text in lines):
+            return "obo-json"
+        records = sum(is_scispacy_line(text) for _, text in lines)
+        return "scispacy" if records * 2 >= len(lines) else ""
     if head.startswith("[") and not _STANZA.match(lines[0][1].strip()):
         return "obo-json" if head[1:2] in ("{", "]") else ""
     return None
@@ -210,7 +217,10 @@ def detect_format(path: PathLike) -> str:
     if json_format:
         return json_format
     if json_format == "":
-        what = f"JSON that is neither an array of terms nor an OBO-graph object with 'graphs' (line 1 is {line_start(lines[0][1])})"
+        what = (
+            "JSON that is neither an array of terms, an OBO-graph object with 'graphs', nor scispaCy KB lines "
+            f"with 'concept_id' (line 1 is {line_start(lines[0][1])})"
+        )
         raise _refuse(path, what, VOCABULARY_FORMATS)
     first = lines[0][1].strip()
     if first.startswith("format-version:") or _STANZA.match(first):

@@ -43,7 +43,7 @@ def _claim_run_output(output: Path, resume: bool, overwrite: bool) -> None:
 def extract_command(
     vocabulary: Optional[List[Path]] = typer.Argument(None, help="Vocabulary file(s): id||name dictionary, MEDIC, .obo, OBO-graph .json, MeSH .tsv. Not with --mrconso."),
     output: Path = typer.Option(..., "--output", "-o", help="Synonyms file to write, one 'ID||name|name|...' line per concept."),
-    format: str = typer.Option("auto", help="Format of the vocabulary files: dictionary, medic, obo, obo-json, mesh, mesh-supp or auto."),
+    format: str = typer.Option("auto", help="Format of the vocabulary files: dictionary, medic, obo, obo-json, mesh, mesh-supp, scispacy or auto."),
     mrconso: Optional[Path] = typer.Option(None, help="UMLS MRCONSO.RRF to read instead of vocabulary files (streamed)."),
     mrsty: Optional[Path] = typer.Option(None, help="UMLS MRSTY.RRF (semantic types), needed by --semantic-types."),
     mrrel: Optional[Path] = typer.Option(None, help="UMLS MRREL.RRF: the names of a drug and its trade names are added to each other."),
