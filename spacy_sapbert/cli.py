@@ -108,6 +108,7 @@ def build_index_command(
     lang: str = typer.Option("en", help="spaCy language of the blank pipeline."),
     strict: bool = typer.Option(True, help="Fail on a malformed vocabulary line (--no-strict skips and counts them)."),
     mrsty: Optional[Path] = typer.Option(None, help="MRSTY.RRF for semantic types (UMLS only)."),
+    mrdef: Optional[Path] = typer.Option(None, help="MRDEF.RRF for definitions, returned by linker.concept(id) (UMLS only)."),
     k: int = typer.Option(10, help="Concepts retrieved per mention."),
     threshold: float = typer.Option(0.0, help="Minimum score of a linked concept."),
     remove_punctuation: bool = typer.Option(False, "--remove-punctuation/--keep-punctuation", help="Punctuation to spaces in names and mentions (the evaluation protocol's default; SapBERT keeps it)."),
@@ -129,7 +130,7 @@ def build_index_command(
 
     check_pipeline_output(output, overwrite)
     model, pooling = _model_and_pooling(model, pooling, offline_default_model())
-    options = {"mrsty": str(mrsty)} if mrsty else {}
+    options = {key: str(path) for key, path in (("mrsty", mrsty), ("mrdef", mrdef)) if path}
     concepts = list(read_vocabulary(str(vocabulary), format, strict=strict, **options))
     typer.echo(f"{len(concepts)} concepts read from {vocabulary}", err=True)
     linker_config = {

@@ -33,7 +33,6 @@ import numpy
 from .abbreviations import expand_abbreviations, find_abbreviations
 from .extras import require
 from .index import (
-    FORMAT_VERSION,
     META_FILE,
     Candidate,
     ConceptIndex,
@@ -334,6 +333,9 @@ def tune_memory(
 
 # How build_encoder_index builds its indexes (the names are normalized by the index's Normalizer).
 EVAL_INDEX = {"normalize": True, "index_type": "flat"}
+# Part of the cache key of encoded vocabularies: raise it when an index format change alters what evaluation
+# reads from a cached index. Format 8 added definitions, which evaluation does not read, so format 7 caches stay.
+CACHE_INDEX_FORMAT = 7
 
 
 def build_encoder_index(
@@ -403,7 +405,7 @@ def index_cache(cache_dir: Optional[Path]) -> Iterator[Path]:
 def index_cache_key(settings: Mapping, vocabulary: str) -> str:
     """The cache folder name of an index: a hash of its VECTOR_SETTINGS (encoder fingerprint, pooling,
     max_length, the normalizer's settings, normalize), the index type, the vocabulary_hash and the index format."""
-    blob = json.dumps([FORMAT_VERSION, dict(settings), EVAL_INDEX, vocabulary], sort_keys=True, default=str)
+    blob = json.dumps([CACHE_INDEX_FORMAT, dict(settings), EVAL_INDEX, vocabulary], sort_keys=True, default=str)
     return hashlib.sha256(blob.encode("utf8")).hexdigest()[:16]
 
 

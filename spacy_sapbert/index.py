@@ -29,8 +29,8 @@ from .normalizer import Normalizer
 # 7: the name and concept tables are flat arrays in tables/*.npy (UTF-8 blobs with offsets, CSR name ->
 #    concept links, an id hash look-up), memory-mapped at load like the faiss index. Formats 5 and 6 are
 #    read into memory.
-FORMAT_VERSION = 7
-READABLE_VERSIONS = (5, 6, 7)
+FORMAT_VERSION = 8  # 8: concept definitions in the tables; 7 is read with empty definitions
+READABLE_VERSIONS = (5, 6, 7, 8)
 MSGPACK_VERSIONS = (5, 6)
 META_FILE, VECTORS_FILE, TABLES_DIR = "meta.json", "vectors.faiss", "tables"
 CONCEPTS_FILE, NAMES_FILE = "concepts.msgpack", "names.msgpack"  # formats 5 and 6
@@ -426,7 +426,7 @@ class ConceptIndex:
         if version in MSGPACK_VERSIONS:
             tables = legacy_tables(folder)
         else:
-            tables = read_arrays(folder / TABLES_DIR, table_dtypes())
+            tables = read_arrays(folder / TABLES_DIR, table_dtypes(version))
         rerank = read_rerank(folder / RERANK_FILE) if meta.get("index_type") in RERANKED else None
         vectors = read_faiss_file(vectors_file, faiss.IO_FLAG_MMAP_IFC)
         return cls._assemble(meta, tables, vectors, source=str(folder), rerank=rerank, folder=folder)
@@ -448,7 +448,7 @@ class ConceptIndex:
             if meta["format_version"] in MSGPACK_VERSIONS:
                 tables = legacy_arrays(srsly.msgpack_loads(msg["concepts"]), srsly.msgpack_loads(msg["names"]))
             else:
-                tables = arrays_from_msg(msg["tables"], table_dtypes())
+                tables = arrays_from_msg(msg["tables"], table_dtypes(meta["format_version"]))
             rerank = msg.get("rerank")
             if rerank is not None:
                 rerank = numpy.frombuffer(rerank, dtype="<f2").reshape(-1, vectors.d).astype("float16")
@@ -535,10 +535,11 @@ def table_arrays(concepts: ConceptTable, names: StringColumn, links: NameLinks) 
     }
 
 
-def table_dtypes() -> Dict[str, str]:
-    """The arrays of ConceptIndex.tables() and their dtypes."""
+def table_dtypes(version: int = FORMAT_VERSION) -> Dict[str, str]:
+    """The arrays of ConceptIndex.tables() and their dtypes, as saved by index format `version` (7 or later)."""
     return {
-        **StringColumn.dtypes("names"), "links.offsets": "int64", "links.concepts": "int64", **ConceptTable.array_dtypes("concepts"),
+        **StringColumn.dtypes("names"), "links.offsets": "int64", "links.concepts": "int64",
+        **ConceptTable.array_dtypes("concepts", definitions=version >= 8),
     }
 
 

@@ -30,6 +30,7 @@ class Concept:
     types: semantic types (UMLS TUIs, MeSH tree numbers, ...).
     xrefs: cross-references as "PREFIX:ID" ("UMLS:C0012634", "MESH:D004194", "OMIM:145250").
     alt_ids: other identifiers of the same concept in the same vocabulary (MEDIC AltDiseaseIDs).
+    definition: a text definition (OBO `def`, UMLS MRDEF, scispaCy KB `definition`), or "".
     """
 
     id: str
@@ -38,6 +39,7 @@ class Concept:
     types: List[str] = field(default_factory=list)
     xrefs: List[str] = field(default_factory=list)
     alt_ids: List[str] = field(default_factory=list)
+    definition: str = ""
 
     def __post_init__(self) -> None:
         self.synonyms = [s for s in unique(self.synonyms) if s != self.name]
@@ -56,7 +58,7 @@ class Concept:
         return [self.id] + self.alt_ids
 
     def merged(self, other: "Concept") -> "Concept":
-        """This concept with the names, types, xrefs and alt ids of `other` appended."""
+        """This concept with the names, types, xrefs and alt ids of `other` appended (and its definition, if this has none)."""
         return Concept(
             id=self.id,
             name=self.name or other.name,
@@ -64,10 +66,13 @@ class Concept:
             types=self.types + other.types,
             xrefs=self.xrefs + other.xrefs,
             alt_ids=self.alt_ids + other.alt_ids,
+            definition=self.definition or other.definition,
         )
 
     def to_dict(self) -> dict:
-        return {
+        """The fields as plain data; "definition" only when there is one, so the records (and the vocabulary
+        hashes over them) of concepts without one are what they were before definitions were kept."""
+        data = {
             "id": self.id,
             "name": self.name,
             "synonyms": list(self.synonyms),
@@ -75,6 +80,9 @@ class Concept:
             "xrefs": list(self.xrefs),
             "alt_ids": list(self.alt_ids),
         }
+        if self.definition:
+            data["definition"] = self.definition
+        return data
 
     @classmethod
     def from_dict(cls, data: dict) -> "Concept":
@@ -85,6 +93,7 @@ class Concept:
             types=list(data.get("types", [])),
             xrefs=list(data.get("xrefs", [])),
             alt_ids=list(data.get("alt_ids", [])),
+            definition=data.get("definition", ""),
         )
 
 
@@ -124,9 +133,9 @@ ID_LOOKUP = "id_lookup"
 
 
 class ConceptTable:
-    """Concepts stored column-wise as flat arrays: ids and canonical names as `StringColumn`s, and each of
-    LIST_FIELDS as one StringColumn of all items with int64 row offsets (row i owns items
-    offsets[i]:offsets[i + 1]).
+    """Concepts stored column-wise as flat arrays: ids, canonical names and definitions as `StringColumn`s,
+    and each of LIST_FIELDS as one StringColumn of all items with int64 row offsets (row i owns items
+    offsets[i]:offsets[i + 1]). A table without definitions (index format 7 and older) gives "".
 
     A sequence of Concepts built on demand. The arrays may be memory-mapped, so a table of millions of
     concepts opens without reading them. Ids must be distinct (the output of a KnowledgeBase).
@@ -139,15 +148,19 @@ class ConceptTable:
         names: StringColumn,
         lists: Dict[str, Tuple[StringColumn, numpy.ndarray]],
         lookup: Optional[HashLookup] = None,
+        definitions: Optional[StringColumn] = None,
     ):
         if len(names) != len(ids):
             raise ValueError(f"{len(ids)} ids but {len(names)} names")
+        if definitions is not None and len(definitions) != len(ids):
+            raise ValueError(f"{len(ids)} ids but {len(definitions)} definitions")
         for key, (items, offsets) in lists.items():
             if len(offsets) != len(ids) + 1 or offsets[0] != 0 or offsets[-1] != len(items):
                 raise ValueError(f"the {key}.rows offsets do not fit {len(ids)} concepts and {len(items)} items")
         self.ids = ids
         self.names = names
         self.lists = lists
+        self.definitions = definitions
         n_keys = len(ids) + len(lists["alt_ids"][0])
         if lookup is not None and len(lookup.hashes) != n_keys:
             raise ValueError(f"the id look-up holds {len(lookup.hashes)} ids, not {n_keys}")
@@ -158,16 +171,18 @@ class ConceptTable:
         """The table of concepts with distinct ids, in their order."""
         ids: List[str] = []
         names: List[str] = []
+        definitions: List[str] = []
         flat: Dict[str, List[str]] = {key: [] for key in LIST_FIELDS}
         ends: Dict[str, List[int]] = {key: [0] for key in LIST_FIELDS}
         for concept in concepts:
             ids.append(concept.id)
             names.append(concept.name)
+            definitions.append(concept.definition)
             for key in LIST_FIELDS:
                 flat[key].extend(getattr(concept, key))
                 ends[key].append(len(flat[key]))
         lists = {key: (StringColumn.from_strings(flat[key]), numpy.array(ends[key], dtype="int64")) for key in LIST_FIELDS}
-        return cls(StringColumn.from_strings(ids), StringColumn.from_strings(names), lists)
+        return cls(StringColumn.from_strings(ids), StringColumn.from_strings(names), lists, definitions=StringColumn.from_strings(definitions))
 
     def _items(self, key: str, row: int) -> List[str]:
         items, offsets = self.lists[key]
@@ -180,7 +195,8 @@ class ConceptTable:
         """The Concept of a row, built now."""
         if row < 0:
             row += len(self.ids)
-        return Concept(self.ids[row], self.names[row], **{key: self._items(key, row) for key in LIST_FIELDS})
+        definition = self.definitions[row] if self.definitions is not None else ""
+        return Concept(self.ids[row], self.names[row], **{key: self._items(key, row) for key in LIST_FIELDS}, definition=definition)
 
     def __iter__(self) -> Iterator[Concept]:
         return (self[row] for row in range(len(self.ids)))
@@ -211,27 +227,36 @@ class ConceptTable:
 
     def arrays(self, prefix: str) -> Dict[str, numpy.ndarray]:
         """Every column as flat arrays named PREFIX.COLUMN.PART (see array_dtypes and from_arrays)."""
-        arrays = {**self.ids.arrays(f"{prefix}.ids"), **self.names.arrays(f"{prefix}.names"), **self.lookup.arrays(f"{prefix}.{ID_LOOKUP}")}
+        definitions = self.definitions if self.definitions is not None else StringColumn.from_strings([""] * len(self.ids))
+        arrays = {
+            **self.ids.arrays(f"{prefix}.ids"), **self.names.arrays(f"{prefix}.names"), **definitions.arrays(f"{prefix}.definitions"),
+            **self.lookup.arrays(f"{prefix}.{ID_LOOKUP}"),
+        }
         for key, (items, offsets) in self.lists.items():
             arrays.update(items.arrays(f"{prefix}.{key}"))
             arrays[f"{prefix}.{key}.rows"] = offsets
         return arrays
 
     @staticmethod
-    def array_dtypes(prefix: str) -> Dict[str, str]:
-        """The name and dtype of each array of arrays(prefix)."""
+    def array_dtypes(prefix: str, definitions: bool = True) -> Dict[str, str]:
+        """The name and dtype of each array of arrays(prefix); `definitions=False`: those of a table saved
+        before definitions were kept (index format 7)."""
         dtypes = {**StringColumn.dtypes(f"{prefix}.ids"), **StringColumn.dtypes(f"{prefix}.names"), **HashLookup.dtypes(f"{prefix}.{ID_LOOKUP}")}
+        if definitions:
+            dtypes.update(StringColumn.dtypes(f"{prefix}.definitions"))
         for key in LIST_FIELDS:
             dtypes.update({**StringColumn.dtypes(f"{prefix}.{key}"), f"{prefix}.{key}.rows": "int64"})
         return dtypes
 
     @classmethod
     def from_arrays(cls, arrays: Mapping[str, numpy.ndarray], prefix: str) -> "ConceptTable":
-        """The table of arrays(prefix); a ValueError when they do not fit together."""
+        """The table of arrays(prefix), with or without definitions; a ValueError when they do not fit together."""
         lists = {key: (StringColumn.from_arrays(arrays, f"{prefix}.{key}"), arrays[f"{prefix}.{key}.rows"]) for key in LIST_FIELDS}
+        has_definitions = set(StringColumn.dtypes(f"{prefix}.definitions")) <= set(arrays)
         return cls(
             StringColumn.from_arrays(arrays, f"{prefix}.ids"), StringColumn.from_arrays(arrays, f"{prefix}.names"), lists,
             HashLookup.from_arrays(arrays, f"{prefix}.{ID_LOOKUP}"),
+            definitions=StringColumn.from_arrays(arrays, f"{prefix}.definitions") if has_definitions else None,
         )
 
     @classmethod

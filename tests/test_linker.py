@@ -404,3 +404,16 @@ def test_commands_find_one_linker_by_factory_or_say_which_option_picks_one(tiny_
     assert the_linker(two, "chemical_linker").labels == ("Chemical",)
     with pytest.raises(SapbertError, match="--component 'sentencizer' is not a sapbert_linker"):
         the_linker(two, "sentencizer")
+
+
+def test_concept_definitions_survive_the_saved_pipeline(tmp_path, tiny_bert):
+    import spacy
+
+    from spacy_sapbert.kb import Concept, KnowledgeBase
+    from spacy_sapbert.pipeline import build_pipeline, save_pipeline
+
+    merged = KnowledgeBase([Concept("D1", "Heart failure"), Concept("D1", "", ["cardiac failure"], definition="The heart fails to pump.")])
+    nlp = build_pipeline(list(merged) + [Concept("D2", "Hepatoma")], tiny_bert, label=None, linker_config={"device": "cpu"})
+    save_pipeline(nlp, tmp_path / "pipe")
+    linker = spacy.load(tmp_path / "pipe").get_pipe("sapbert_linker")
+    assert linker.concept("D1").definition == "The heart fails to pump." and linker.concept("D2").definition == ""

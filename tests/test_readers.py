@@ -882,3 +882,35 @@ def test_a_bad_scispacy_kb_line_is_an_error_naming_file_and_line(tmp_path, line,
     assert "kb.jsonl" in str(info.value) and "line 2" in str(info.value)
     with pytest.warns(VocabularyWarning, match="skipped 1"):
         assert [c.id for c in read_vocabulary(path, "scispacy", strict=False)] == ["C0011849"]
+
+
+def test_definitions_come_from_obo_obo_graph_scispacy_and_mrdef(tmp_path):
+    from spacy_sapbert.readers import read_vocabulary
+    from spacy_sapbert.readers.umls import read_mrdef
+
+    obo = write(tmp_path, "t.obo", '[Term]\nid: HP:1\nname: Short stature\ndef: "A height below the \\"norm\\"." [PMID:1]\n')
+    assert next(read_vocabulary(obo, "obo")).definition == 'A height below the "norm".'
+    graph = {"graphs": [{"nodes": [{"id": "http://purl.obolibrary.org/obo/HP_1", "type": "CLASS", "lbl": "Short stature",
+                                    "meta": {"definition": {"val": "A height below the norm."}}}]}]}
+    assert next(read_vocabulary(write(tmp_path, "g.json", json.dumps(graph)), "obo-json")).definition == "A height below the norm."
+    kb = write(tmp_path, "kb.jsonl", '{"concept_id": "C1", "canonical_name": "x", "definition": " An x. "}\n')
+    assert next(read_vocabulary(kb, "scispacy")).definition == "An x."
+    mrdef = write(tmp_path, "MRDEF.RRF", (
+        "C1|A1|AT1||NCI|NCI's definition.|N||\n"
+        "C1|A2|AT2||MSH|MeSH's definition.|N||\n"
+        "C2|A3|AT3||MSH|Suppressed.|O||\n"
+        "C3|A4|AT4||CSP|Only CSP.|N||\n"
+    ))
+    assert read_mrdef(mrdef) == {"C1": "NCI's definition.", "C3": "Only CSP."}
+    assert read_mrdef(mrdef, sources=["MSH", "NCI"]) == {"C1": "MeSH's definition."}
+    with pytest.raises(VocabularyFormatError, match="line 1"):
+        read_mrdef(write(tmp_path, "BAD.RRF", "C1|A1|NCI|x|\n"))
+
+
+def test_the_umls_reader_takes_definitions_from_the_real_mrdef_sample():
+    from spacy_sapbert.readers import read_vocabulary
+
+    folder = shared_file("umls-rrf-samples", "MRDEF.RRF").parent
+    concepts = {c.id: c for c in read_vocabulary(folder / "MRCONSO.RRF", "umls", mrdef=str(folder / "MRDEF.RRF"), languages=None)}
+    assert concepts["C0000039"].definition.startswith("Synthetic phospholipid used in liposomes")
+    assert sum(1 for c in concepts.values() if c.definition) == 1

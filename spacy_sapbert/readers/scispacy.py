@@ -4,9 +4,8 @@
      "types": ["T116", "T121"], "definition": "..."}
 
 `concept_id` and `canonical_name` are required strings (an empty canonical name takes the first alias);
-`aliases` and `types` are optional lists of strings. `definition` is accepted and not kept: concepts
-here have no definition field yet. A concept id on several lines is merged by the knowledge base, as
-for every reader.
+`aliases` and `types` are optional lists of strings, `definition` an optional string. A concept id on
+several lines is merged by the knowledge base, as for every reader.
 """
 from __future__ import annotations
 
@@ -43,7 +42,12 @@ def parse_scispacy_line(line: str) -> Concept:
     name = name.strip() or (aliases[0] if aliases else "")
     if not name:
         raise MalformedLine(f"concept {concept_id.strip()} has neither a canonical name nor aliases")
-    return Concept(id=concept_id.strip(), name=name, synonyms=aliases, types=_string_list(record, "types"))
+    definition = record.get("definition") or ""
+    if not isinstance(definition, str):
+        raise MalformedLine("'definition' is not a string")
+    return Concept(
+        id=concept_id.strip(), name=name, synonyms=aliases, types=_string_list(record, "types"), definition=definition.strip()
+    )
 
 
 def is_scispacy_line(line: str) -> bool:

@@ -1,4 +1,4 @@
-"""UMLS Metathesaurus RRF files: MRCONSO (names), MRSTY (semantic types), MRREL (tradename relations).
+"""UMLS Metathesaurus RRF files: MRCONSO (names), MRSTY (semantic types), MRDEF (definitions), MRREL (tradename relations).
 
 RRF rows are "|"-separated with a trailing "|", so a row of N columns splits into N + 1 items, the last
 one empty. Column lists as in MRFILES.RRF.
@@ -15,6 +15,7 @@ MRCONSO_COLUMNS = (
     "SDUI", "SAB", "TTY", "CODE", "STR", "SRL", "SUPPRESS", "CVF",
 )
 MRSTY_COLUMNS = ("CUI", "TUI", "STN", "STY", "ATUI", "CVF")
+MRDEF_COLUMNS = ("CUI", "AUI", "ATUI", "SATUI", "SAB", "DEF", "SUPPRESS", "CVF")
 MRREL_COLUMNS = (
     "CUI1", "AUI1", "STYPE1", "REL", "CUI2", "AUI2", "STYPE2", "RELA",
     "RUI", "SRUI", "SAB", "SL", "RG", "DIR", "SUPPRESS", "CVF",
@@ -83,7 +84,7 @@ def _preference(row: ConsoRow) -> int:
     return 2
 
 
-def concept_from_rows(rows: Sequence[ConsoRow], types: Iterable[str] = ()) -> Concept:
+def concept_from_rows(rows: Sequence[ConsoRow], types: Iterable[str] = (), definition: str = "") -> Concept:
     """One concept from the (filtered) MRCONSO rows of one CUI: canonical name = preferred name, else first row."""
     canonical = min(rows, key=_preference)  # min() keeps the first of equally ranked rows
     return Concept(
@@ -91,6 +92,7 @@ def concept_from_rows(rows: Sequence[ConsoRow], types: Iterable[str] = ()) -> Co
         name=canonical.string,
         synonyms=[row.string for row in rows],
         types=list(types),
+        definition=definition,
     )
 
 
@@ -101,13 +103,15 @@ def read_mrconso(
     exclude_sources: Sequence[str] = (),
     keep_suppressed: bool = False,
     semantic_types: Optional[Dict[str, List[str]]] = None,
+    definitions: Optional[Dict[str, str]] = None,
     strict: bool = True,
 ) -> Iterator[Concept]:
     """Concepts from MRCONSO.RRF, streamed: one per run of consecutive rows with the same CUI.
 
     MRCONSO is sorted by CUI, so only the rows of the current CUI are held in memory (the full file
     is several GB). languages=None keeps every LAT; sources=None every SAB. Rows with SUPPRESS O/E/Y
-    are dropped unless keep_suppressed. `semantic_types` (from read_mrsty) fills `types` with TUIs.
+    are dropped unless keep_suppressed. `semantic_types` (from read_mrsty) fills `types` with TUIs,
+    `definitions` (from read_mrdef) the definitions.
     In an unsorted file a CUI split into several runs yields several concepts with the same id
     (KnowledgeBase merges them).
     """
@@ -118,6 +122,7 @@ def read_mrconso(
         frozenset(exclude_sources),
         keep_suppressed,
         semantic_types or {},
+        definitions or {},
         strict,
     )
 
@@ -129,10 +134,16 @@ def _read_mrconso(
     exclude_sources: Collection[str],
     keep_suppressed: bool,
     semantic_types: Dict[str, List[str]],
+    definitions: Dict[str, str],
     strict: bool,
 ) -> Iterator[Concept]:
     policy = LinePolicy(path, strict)
     rows: List[ConsoRow] = []
+
+    def concept() -> Concept:
+        cui = rows[0].cui
+        return concept_from_rows(rows, semantic_types.get(cui, ()), definitions.get(cui, ""))
+
     for line_no, line in numbered_lines(path, policy):
         if not line.strip():
             continue
@@ -144,11 +155,11 @@ def _read_mrconso(
         if not keep_conso_row(row, languages, sources, exclude_sources, keep_suppressed):
             continue
         if rows and row.cui != rows[0].cui:
-            yield concept_from_rows(rows, semantic_types.get(rows[0].cui, ()))
+            yield concept()
             rows = []
         rows.append(row)
     if rows:
-        yield concept_from_rows(rows, semantic_types.get(rows[0].cui, ()))
+        yield concept()
     policy.finish()
 
 
@@ -178,6 +189,40 @@ def read_mrsty(path: PathLike, strict: bool = True) -> Dict[str, List[str]]:
             tuis.append(tui)
     policy.finish(stacklevel=2)
     return types
+
+
+def parse_mrdef_line(line: str) -> Tuple[str, str, str, str]:
+    """(CUI, SAB, DEF, SUPPRESS) of one MRDEF.RRF row."""
+    f = split_rrf(line, MRDEF_COLUMNS)
+    if not f[0] or not f[5].strip():
+        raise MalformedLine("empty CUI or DEF")
+    return f[0], f[4], f[5].strip(), f[6]
+
+
+def read_mrdef(
+    path: PathLike, sources: Optional[Sequence[str]] = None, keep_suppressed: bool = False, strict: bool = True
+) -> Dict[str, str]:
+    """CUI -> one definition from MRDEF.RRF: of the first source in `sources` that defines the CUI (None: any
+    source), else the first in file order; rows with SUPPRESS O/E/Y are left out unless keep_suppressed."""
+    path = check_file(path)
+    policy = LinePolicy(path, strict)
+    rank = {sab: i for i, sab in enumerate(sources or ())}
+    best: Dict[str, Tuple[int, str]] = {}
+    for line_no, line in numbered_lines(path, policy):
+        if not line.strip():
+            continue
+        try:
+            cui, sab, definition, suppress = parse_mrdef_line(line)
+        except MalformedLine as err:
+            policy.reject(line_no, str(err), line)
+            continue
+        if (suppress in SUPPRESSED and not keep_suppressed) or (sources and sab not in rank):
+            continue
+        order = rank.get(sab, 0)
+        if cui not in best or order < best[cui][0]:
+            best[cui] = (order, definition)
+    policy.finish(stacklevel=2)
+    return {cui: definition for cui, (_, definition) in best.items()}
 
 
 def parse_mrrel_tradename(line: str) -> Optional[Tuple[str, str]]:
