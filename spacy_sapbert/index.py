@@ -156,17 +156,18 @@ class NameLinks:
         return numpy.repeat(numpy.arange(len(self), dtype="int64"), numpy.diff(self.offsets)), numpy.asarray(self.concepts, "int64")
 
     def concept_hits(
-        self, scores: Sequence[float], name_rows: Sequence[int], k: int, ids: Sequence[str]
+        self, scores: Sequence[float], name_rows: Sequence[int], k: int, ids: Sequence[str],
+        allowed: Optional[numpy.ndarray] = None,
     ) -> List[Candidate]:
         """Walk name hits best first and keep each concept's first (best) score, up to k concepts;
-        `ids`: the concept id of each concept row."""
+        `ids`: the concept id of each concept row; `allowed`: a boolean per concept row, False rows skipped."""
         hits: List[Candidate] = []
         seen = set()
         for score, name_row in zip(numpy.asarray(scores).tolist(), numpy.asarray(name_rows).tolist()):
             if name_row < 0:
                 break
             for concept_row in self.concepts_of(name_row):
-                if concept_row not in seen:
+                if concept_row not in seen and (allowed is None or allowed[concept_row]):
                     seen.add(concept_row)
                     hits.append((ids[concept_row], float(score)))
                     if len(hits) == k:
@@ -227,6 +228,7 @@ class ConceptIndex:
         self.index_type = index_type
         self.encoder_settings = {key: (encoder or {}).get(key) for key in ENCODER_SETTINGS}
         self.vocabulary_hash = vocabulary
+        self._type_masks: Dict[frozenset, numpy.ndarray] = {}  # type_mask's, per set of types
 
     @property
     def dim(self) -> int:
@@ -347,8 +349,11 @@ class ConceptIndex:
             )
         return len(new_pairs)
 
-    def search(self, queries: numpy.ndarray, k: int) -> List[List[Candidate]]:
-        """For each query vector, up to `k` (concept id, score) pairs, best first, each concept once."""
+    def search(self, queries: numpy.ndarray, k: int, allowed: Optional[numpy.ndarray] = None) -> List[List[Candidate]]:
+        """For each query vector, up to `k` (concept id, score) pairs, best first, each concept once.
+
+        `allowed` (a boolean per concept row, e.g. type_mask): only those concepts are candidates; the
+        search widens until it has `k` of them or has seen every name the index type can return."""
         if len(queries) == 0:
             return []
         if queries.shape[1] != self.dim:
@@ -361,7 +366,7 @@ class ConceptIndex:
             scores, rows = self._name_hits(queries[pending], depth)
             unfinished = []
             for qi, score_row, name_row in zip(pending, scores, rows):
-                hits = self.links.concept_hits(score_row, name_row, k, self.concepts.ids)
+                hits = self.links.concept_hits(score_row, name_row, k, self.concepts.ids, allowed)
                 # a -1 row: the index has no more names for this query (an inverted file's scanned lists ran out)
                 if len(hits) < k and depth < self.vectors.ntotal and name_row[-1] >= 0:
                     unfinished.append(qi)
@@ -370,6 +375,19 @@ class ConceptIndex:
             pending = numpy.array(unfinished, dtype="int64")
             depth = min(self.vectors.ntotal, depth * 4)
         return results  # type: ignore[return-value]
+
+    def type_mask(self, types: Iterable[str]) -> numpy.ndarray:
+        """A boolean per concept row: True where the concept has one of `types` (UMLS TUIs, an ontology's
+        namespace, MeSH tree numbers, as the vocabulary's reader stored them). Computed once per set."""
+        key = frozenset(types)
+        if key not in self._type_masks:
+            items, offsets = self.concepts.lists["types"]
+            item_allowed = numpy.fromiter((item in key for item in items), dtype=bool, count=len(items))
+            row_of_item = numpy.repeat(numpy.arange(len(self.concepts)), numpy.diff(offsets))
+            mask = numpy.zeros(len(self.concepts), dtype=bool)
+            mask[row_of_item[item_allowed]] = True
+            self._type_masks[key] = mask
+        return self._type_masks[key]
 
     def _name_hits(self, queries: numpy.ndarray, depth: int) -> Tuple[numpy.ndarray, numpy.ndarray]:
         """The `depth` best (score, name row) of each query; a RERANKED type re-scores a wider shortlist

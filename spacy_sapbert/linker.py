@@ -7,6 +7,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
+import numpy
 import srsly
 from spacy.language import Language
 from spacy.pipeline import Pipe
@@ -43,6 +44,8 @@ DEFAULT_CONFIG = {
     "max_entities_per_mention": 5,
     "threshold": 0.0,
     "labels": [],
+    "types": [],
+    "types_by_label": {},
     "lowercase": True,
     "remove_punctuation": False,
     "normalize": True,
@@ -115,6 +118,8 @@ def make_sapbert_linker(
     max_entities_per_mention: int,
     threshold: float,
     labels: List[str],
+    types: List[str],
+    types_by_label: Dict[str, List[str]],
     lowercase: bool,
     remove_punctuation: bool,
     normalize: bool,
@@ -144,6 +149,8 @@ def make_sapbert_linker(
         max_entities_per_mention=max_entities_per_mention,
         threshold=threshold,
         labels=labels,
+        types=types,
+        types_by_label=types_by_label,
         lowercase=lowercase,
         remove_punctuation=remove_punctuation,
         normalize=normalize,
@@ -189,6 +196,8 @@ class SapbertLinker(Pipe):
         max_entities_per_mention: int = 5,
         threshold: float = 0.0,
         labels: Sequence[str] = (),
+        types: Sequence[str] = (),
+        types_by_label: Optional[Mapping[str, Sequence[str]]] = None,
         lowercase: bool = True,
         remove_punctuation: bool = False,
         normalize: bool = True,
@@ -220,6 +229,8 @@ class SapbertLinker(Pipe):
         self.max_entities_per_mention = max_entities_per_mention
         self.threshold = threshold
         self.labels = set(labels)
+        self.types = tuple(types)
+        self.types_by_label = {label: tuple(allowed) for label, allowed in (types_by_label or {}).items()}
         self.normalizer = Normalizer(lowercase, remove_punctuation)
         self.normalize = normalize
         self.index_type = index_type
@@ -345,39 +356,58 @@ class SapbertLinker(Pipe):
                 return long_form
         return span.text
 
-    def predict(self, docs: Sequence[Doc]) -> List[List[List[Candidate]]]:
-        """Candidates for every linked entity of every doc; each distinct query string is encoded once."""
-        queries = [[self.query_text(ent) for ent in self.mentions(doc)] for doc in docs]
-        candidates = self.search_texts([q for doc_queries in queries for q in doc_queries])
-        found = iter(candidates)
-        return [[next(found) for _ in doc_queries] for doc_queries in queries]
+    def allowed_types(self, label: str) -> Tuple[str, ...]:
+        """The concept types an entity of `label` may link to (`types_by_label`, else `types`); empty: any."""
+        return self.types_by_label.get(label, self.types)
 
-    def search_texts(self, texts: Sequence[str]) -> List[List[Candidate]]:
+    def predict(self, docs: Sequence[Doc]) -> List[List[List[Candidate]]]:
+        """Candidates for every linked entity of every doc; each distinct query string is encoded once
+        (once per set of allowed types, when `types_by_label` gives labels different ones)."""
+        mentions = [(d, i, ent) for d, doc in enumerate(docs) for i, ent in enumerate(self.mentions(doc))]
+        results: List[List[List[Candidate]]] = [[[] for _ in self.mentions(doc)] for doc in docs]
+        groups: Dict[Tuple[str, ...], List[Tuple[int, int, Span]]] = {}
+        for d, i, ent in mentions:
+            groups.setdefault(self.allowed_types(ent.label_), []).append((d, i, ent))
+        for types, members in groups.items():
+            candidates = self.search_texts([self.query_text(ent) for _, _, ent in members], types=types)
+            for (d, i, _), hits in zip(members, candidates):
+                results[d][i] = hits
+        return results
+
+    def search_texts(self, texts: Sequence[str], types: Sequence[str] = ()) -> List[List[Candidate]]:
         """Ranked (id, score) candidates for each text, filtered by threshold and cut to max_entities_per_mention.
 
         Texts are normalized by the index's normalizer; each distinct normalized string is encoded once.
+        `types`: only concepts with one of these types are candidates (empty: any), still `k` of them.
         """
         keys = [self.normalizer.query(text) for text in texts]
         distinct = sorted({key for key in keys if is_linkable(key)})
         if not distinct:
             return [[] for _ in texts]
-        concept_hits, neighbours = self.retrieve(distinct, self.memory_settings.memory_k)
+        allowed = self._require_index().type_mask(types) if types else None
+        concept_hits, neighbours = self.retrieve(distinct, self.memory_settings.memory_k, allowed)
         if neighbours is not None:
             concept_hits = [self.memory_settings.mix(hits, votes) for hits, votes in zip(concept_hits, neighbours)]
+            if allowed is not None:  # the "union" mixture adds the memory's ids: keep the allowed ones
+                concept_hits = [[hit for hit in hits if self._is_allowed(hit[0], allowed)] for hits in concept_hits]
         by_key = {key: self._filter(hits) for key, hits in zip(distinct, concept_hits)}
         return [by_key.get(key, []) for key in keys]
 
+    def _is_allowed(self, concept_id: str, allowed: numpy.ndarray) -> bool:
+        row = self._require_index().concepts.row(concept_id)
+        return row is not None and bool(allowed[row])
+
     def retrieve(
-        self, keys: Sequence[str], memory_k: int
+        self, keys: Sequence[str], memory_k: int, allowed: Optional[numpy.ndarray] = None
     ) -> Tuple[List[List[Candidate]], Optional[List[List[Candidate]]]]:
-        """For normalized strings: the concept index's top-`k` and, while the memory is active, the
-        memory's top-`memory_k` neighbours (else None), from one encoding. Nothing is filtered or mixed."""
+        """For normalized strings: the concept index's top-`k` (among the `allowed` concept rows) and, while
+        the memory is active, the memory's top-`memory_k` neighbours (else None), from one encoding."""
         index = self._require_index()
         encoder = self._require_encoder()
         vectors = self.vector_cache.vectors(
             list(keys), encoder_settings(encoder), lambda missing: encoder.encode(missing, progress=len(missing) > 5000)
         )
-        concept_hits = index.search(vectors, self.k)
+        concept_hits = index.search(vectors, self.k, allowed)
         return concept_hits, (self.memory.search(vectors, memory_k) if self.memory_active else None)
 
     @property

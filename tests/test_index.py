@@ -391,3 +391,27 @@ def test_a_mapped_index_pickles_as_its_folder_and_notices_a_rebuild(tmp_path):
     ConceptIndex.build(merging_vocabulary(), hash_encode).to_disk(tmp_path / "index")
     with pytest.raises(IndexFormatError, match="changed on disk after it was loaded"):
         pickle.loads(data)
+
+
+def test_a_type_filter_keeps_k_concepts_of_the_allowed_types_in_score_order():
+    concepts = [Concept(f"C{i}", f"name {i}", types=["T047"] if i % 10 == 0 else ["T121"]) for i in range(200)]
+    concepts.append(Concept("X", "untyped"))
+    index = ConceptIndex.build(concepts, hash_encode)
+    mask = index.type_mask(["T047", "T999"])
+    assert mask.sum() == 20 and mask[[0, 10, 190]].all() and not mask[[1, 200]].any()
+    query = hash_encode(["name 7"])  # the nearest concept (C7) is not allowed
+    [unfiltered] = index.search(query, 200 + 1)
+    [filtered] = index.search(query, 5, allowed=mask)
+    expected = [hit for hit in unfiltered if hit[0] in {c.id for c in concepts if "T047" in c.types}][:5]
+    assert filtered == expected and len(filtered) == 5  # the search widened past 4k + 16 names to find them
+    assert index.type_mask(["T047", "T999"]) is mask  # computed once per set
+
+
+def test_type_masks_of_a_saved_index_match_a_new_one(tmp_path):
+    vocabulary = merging_vocabulary()
+    index = ConceptIndex.build(vocabulary, hash_encode)
+    index.to_disk(tmp_path / "index")
+    loaded = ConceptIndex.from_disk(tmp_path / "index")
+    for types in (["T047"], ["T033"], ["T047", "T033"], ["none"]):
+        assert loaded.type_mask(types).tolist() == index.type_mask(types).tolist()
+    assert index.type_mask(["T033"]).tolist() == [c.id == "A" for c in index.concepts]

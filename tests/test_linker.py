@@ -417,3 +417,40 @@ def test_concept_definitions_survive_the_saved_pipeline(tmp_path, tiny_bert):
     save_pipeline(nlp, tmp_path / "pipe")
     linker = spacy.load(tmp_path / "pipe").get_pipe("sapbert_linker")
     assert linker.concept("D1").definition == "The heart fails to pump." and linker.concept("D2").definition == ""
+
+
+def test_types_and_types_by_label_restrict_the_candidates(tiny_bert, toy_concepts, tmp_path):
+    import spacy
+
+    nlp = spacy.blank("en")
+    linker = nlp.add_pipe("sapbert_linker", config={
+        "model": tiny_bert, "device": "cpu", "k": 5, "types": ["T047", "T191"], "types_by_label": {"Cancer": ["T191"]},
+    })
+    linker.initialize(vocabulary=toy_concepts)
+    [hits] = linker.search_texts(["renal failure"], types=linker.allowed_types("Disease"))
+    assert {cid for cid, _ in hits} == {"D001", "D002"}  # k is 5, but only two concepts have those types
+    doc = nlp.make_doc("hepatoma and heart failure")
+    doc.ents = [doc.char_span(0, 8, label="Cancer"), doc.char_span(13, 26, label="Disease")]
+    doc = linker(doc)
+    assert [cid for cid, _ in doc.ents[0]._.kb_ents] == ["D002"]
+    assert {cid for cid, _ in doc.ents[1]._.kb_ents} == {"D001", "D002"}
+    nlp.to_disk(tmp_path / "pipe")
+    loaded = spacy.load(tmp_path / "pipe").get_pipe("sapbert_linker")
+    assert loaded.types == ("T047", "T191") and loaded.types_by_label == {"Cancer": ("T191",)}
+
+
+def test_the_union_memory_mixture_adds_no_concept_of_a_type_left_out(tiny_bert, toy_concepts):
+    import spacy
+
+    nlp = spacy.blank("en")
+    linker = nlp.add_pipe("sapbert_linker", config={
+        "model": tiny_bert, "device": "cpu", "k": 2, "types": ["T047"], "memory_mixture": "union", "memory_weight": 0.9,
+    })
+    linker.initialize(vocabulary=toy_concepts)
+    doc = nlp.make_doc("liver tumour")
+    doc.ents = [doc.char_span(0, 12, label="Disease", kb_id="D002")]  # a memory entry of a T191 concept
+    assert linker.add_to_memory([doc]) == 1
+    [hits] = linker.search_texts(["liver tumour"], types=["T047"])
+    assert [cid for cid, _ in hits] == ["D001"]
+    [unfiltered] = linker.search_texts(["liver tumour"])
+    assert "D002" in [cid for cid, _ in unfiltered]  # the memory's vote does add it without the filter
