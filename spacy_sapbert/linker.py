@@ -23,6 +23,7 @@ from .errors import IndexFormatError, NotInitializedError, SapbertError
 from .index import Candidate, ConceptIndex, check_vector_settings, encoder_settings
 from .index_types import CONFIG_INDEX_TYPES, DEFAULT_NPROBE, DEFAULT_SHORTLIST
 from .kb import Concept
+from .kb_view import KnowledgeBaseView
 from .memory import MemorySettings, MentionMemory
 from .normalizer import Normalizer
 from .preprocess import gold_ids
@@ -475,8 +476,16 @@ class SapbertLinker(Pipe):
     # look-ups -------------------------------------------------------------------------------------
 
     def concept(self, concept_id: str) -> Optional[Concept]:
-        """Canonical name, names, types and xrefs of a concept id (primary or alternative)."""
+        """Canonical name, names, types, xrefs and definition of a concept id (primary or alternative)."""
         return self._require_index().concept(concept_id)
+
+    @property
+    def kb(self) -> KnowledgeBaseView:
+        """scispaCy's names for the index: `kb.cui_to_entity[id]` (a Concept), `kb.alias_to_cuis[name]` (ids)."""
+        index = self._require_index()
+        if getattr(self, "_kb_view", None) is None or self._kb_view_index is not index:
+            self._kb_view, self._kb_view_index = KnowledgeBaseView(index), index
+        return self._kb_view
 
     def primary_id(self, concept_id: str) -> str:
         """The primary id of the concept of an id (primary or alternative); an id not in the index as it is."""
