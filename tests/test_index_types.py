@@ -6,7 +6,7 @@ import srsly
 
 from spacy_sapbert import index_types
 from spacy_sapbert.errors import IndexFormatError
-from spacy_sapbert.index import RERANK_FILE, ConceptIndex
+from spacy_sapbert.index import FORMAT_VERSION, RERANK_FILE, ConceptIndex
 from spacy_sapbert.index_types import INDEX_TYPES, choose_index_type, ivfpq_layout
 from spacy_sapbert.kb import Concept
 
@@ -137,8 +137,9 @@ def test_ivfpq_layout(dim, n, expected):
 def test_an_index_of_a_newer_format_is_refused(exact, tmp_path):
     exact.to_disk(tmp_path / "index")
     meta = srsly.read_json(tmp_path / "index" / "meta.json")
-    srsly.write_json(tmp_path / "index" / "meta.json", {**meta, "format_version": 8})
-    with pytest.raises(IndexFormatError, match="format_version 8, newer .*upgrade"):
+    newer = FORMAT_VERSION + 1
+    srsly.write_json(tmp_path / "index" / "meta.json", {**meta, "format_version": newer})
+    with pytest.raises(IndexFormatError, match=f"format_version {newer}, newer .*upgrade"):
         ConceptIndex.from_disk(tmp_path / "index")
 
 
