@@ -1,6 +1,7 @@
 """The `sapbert_linker` spaCy component: links doc.ents to concept ids by nearest-neighbour search."""
 from __future__ import annotations
 
+import difflib
 import os
 import shutil
 import tempfile
@@ -315,6 +316,7 @@ class SapbertLinker(Pipe):
             progress=progress,
         )
         self.index.set_search_params(self.nprobe, self.shortlist)
+        self.check_types()
 
     def _require_encoder(self) -> Encoder:
         if self.encoder is None:
@@ -600,6 +602,20 @@ class SapbertLinker(Pipe):
             if part is not None:
                 where = f" in {Path(source) / folder}" if source != "bytes" else f" in {folder} (from bytes)"
                 self._check_vector_settings(part, kind, where, encoder_source)
+        self.check_types()
+
+    def check_types(self) -> None:
+        """SapbertError when `types` or `types_by_label` names a type no concept of the index has (a typo would
+        otherwise filter out every candidate); the message lists the closest types the index does have."""
+        wanted = set(self.types).union(*self.types_by_label.values())
+        if self.index is None or not wanted:
+            return
+        known = set(self.index.concepts.lists["types"][0])
+        for missing in sorted(wanted - known):
+            key = "types" if missing in self.types else "types_by_label"
+            close = difflib.get_close_matches(missing, sorted(known), n=5)
+            hint = f"close matches: {', '.join(close)}" if close else f"the index has {len(known)} types, e.g. {', '.join(sorted(known)[:5])}"
+            raise SapbertError(f"{self.name}: config key `{key}` names the type {missing!r}, which no concept of the index has; {hint}")
 
     def _check_vector_settings(self, part, kind: str, where: str = "", encoder_source: str = "the loaded encoder has") -> None:
         """Compare the settings recorded by `part` (a ConceptIndex or MentionMemory) with vector_settings()."""

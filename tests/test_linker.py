@@ -466,3 +466,27 @@ def test_the_kb_view_answers_with_scispacys_names(linker_nlp):
     with pytest.raises(KeyError):
         kb.alias_to_cuis["no such name"]
     assert "hepatoma" in set(kb.alias_to_cuis)
+
+
+def test_an_unknown_type_is_an_error_with_close_matches_and_a_strict_filter_gives_no_candidates(tiny_bert, toy_concepts, tmp_path):
+    import spacy
+
+    from spacy_sapbert.errors import SapbertError
+
+    nlp = spacy.blank("en")
+    linker = nlp.add_pipe("sapbert_linker", config={"model": tiny_bert, "device": "cpu", "types": ["T04"]})
+    with pytest.raises(SapbertError, match=r"config key `types` names the type 'T04'.*close matches: T047"):
+        linker.initialize(vocabulary=toy_concepts)
+    linker.types = ()
+    linker.initialize(vocabulary=toy_concepts)
+    nlp.to_disk(tmp_path / "pipe")
+    with pytest.raises(SapbertError, match="`types_by_label` names the type 'T191x'"):
+        spacy.load(tmp_path / "pipe", config={"components": {"sapbert_linker": {"types": [], "types_by_label": {"Cancer": ["T191x"]}}}})
+    # the filter answers with concepts of the type or with nothing, never with another concept
+    doc = nlp.make_doc("heart failure")
+    doc.ents = [doc.char_span(0, 13, label="Disease")]
+    linker.types = ("T191",)
+    assert [cid for cid, _ in linker(doc).ents[0]._.kb_ents] == ["D002"]
+    linker.threshold = 1.0
+    doc.ents = [doc.char_span(0, 13, label="Disease")]
+    assert linker(doc).ents[0]._.kb_ents == [] and doc.ents[0].kb_id_ == ""
