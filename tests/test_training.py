@@ -346,6 +346,10 @@ def test_training_lowers_the_loss_and_writes_model_log_and_plot(tmp_path, tiny_b
     vectors = Encoder(str(model_dir), device="cpu").encode(["heart failure", "hepatoma"])
     assert vectors.shape == (2, 32)
     assert not list(out.glob("checkpoints/.*")) and not list(out.glob(".*tmp*"))  # no temp folders left
+    card = (model_dir / "README.md").read_text(encoding="utf8")
+    assert card.startswith("---\nlibrary_name: transformers") and "self-alignment pretraining" in card
+    assert f"Last logged step 24 (epoch 11), loss {log[-1]['loss']}" in card and f"| `pairs` | `{toy_pairs}` |" in card
+    assert "| `lr` | `0.002` |" in card and "mean pooling" not in card and "cls pooling at max_length 25" in card
 
 
 def test_resumed_run_ends_with_the_same_weights(tmp_path, tiny_bert, toy_pairs, one_thread):

@@ -132,6 +132,64 @@ def save_model(folder: Path, model, tokenizer, pooling: str, max_length: int) ->
     write_pooling_files(folder, pooling, max_length, int(model.config.hidden_size))
 
 
+def model_card(title: str, config: Dict[str, Any], last_log: Optional[Dict[str, Any]]) -> str:
+    """README.md of a trained encoder folder (Hugging Face's model card convention): what it was trained from,
+    on what, with which settings, and how far the run got; pure, so it is tested as text."""
+    pooling, max_length = config.get("pooling"), config.get("max_length")
+    data = config.get("pairs") or ", ".join(config.get("corpora") or []) or "?"  # SAP pairs, or DHNS corpora
+    lines = [
+        "---",
+        "library_name: transformers",
+        "tags: [sapbert, entity-linking, biomedical, spacy-sapbert]",
+        "---",
+        "",
+        f"# {config.get('model', 'encoder')}: {title}",
+        "",
+        f"Trained by spacy-sapbert ({title}) from `{config.get('model')}` on `{data}`.",
+        f"Encode names and mentions with {pooling} pooling at max_length {max_length}; this folder's",
+        "sentence-transformers files (modules.json, 1_Pooling/) say so, and spacy-sapbert reads them.",
+        "",
+        "```python",
+        "nlp.add_pipe(\"sapbert_linker\", config={\"model\": \"THIS_FOLDER\"})",
+        "```",
+        "",
+        "## Training run",
+        "",
+    ]
+    if last_log:
+        lines.append(
+            f"Last logged step {last_log.get('step')} (epoch {last_log.get('epoch')}), loss {last_log.get('loss')}, "
+            f"{last_log.get('elapsed')} s of training."
+        )
+    else:
+        lines.append("No step was logged.")
+    lines += [
+        "",
+        "The trainer does not evaluate. Score the model on a dev set with",
+        "`python -m spacy_sapbert evaluate DEV_CORPUS --vocab VOCABULARY --model THIS_FOLDER`.",
+        "",
+        "## Settings",
+        "",
+        "| setting | value |",
+        "|---|---|",
+    ]
+    lines += [f"| `{key}` | `{value}` |" for key, value in config.items()]
+    return "\n".join(lines) + "\n"
+
+
+def last_log_record(log_path: Path) -> Optional[Dict[str, Any]]:
+    """The last JSON record of a training log, or None (no log, or no complete line)."""
+    if not Path(log_path).is_file():
+        return None
+    last = None
+    for line in Path(log_path).read_text(encoding="utf8").splitlines():
+        try:
+            last = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+    return last
+
+
 def find_checkpoint(output: Path) -> Optional[Path]:
     """output/checkpoints/last (or last.old, left by a crash while replacing it) if it is complete."""
     folder = Path(output) / "checkpoints"

@@ -36,8 +36,8 @@ import torch
 from ..encoder import load_pretrained, resolve_device
 from ..io import atomic_write_text
 from .checkpoints import (
-    STATE_FILE, MixedPrecision, append_log, find_checkpoint, plot_loss, restart_log, rng_state, save_model,
-    seed_everything, set_rng_state, write_dir,
+    STATE_FILE, MixedPrecision, append_log, find_checkpoint, last_log_record, model_card, plot_loss, restart_log,
+    rng_state, save_model, seed_everything, set_rng_state, write_dir,
 )
 
 __all__ = ["Distributed", "RunConfig", "TrainingRun", "TrainingWarning", "distributed"]
@@ -275,7 +275,13 @@ class TrainingRun:
         """Write output/model and the loss plot (rank 0); the model folder."""
         model_dir = self.output / "model"
         if self.ctx.main:
-            write_dir(model_dir, self._save_model)
+            card = model_card(title, dataclasses.asdict(self.config), last_log_record(self.log_path))
+
+            def fill(folder: Path) -> None:
+                self._save_model(folder)
+                (folder / "README.md").write_text(card, encoding="utf8")
+
+            write_dir(model_dir, fill)
             plot_loss(self.log_path, self.output / "loss.png", title=title, ylabel=ylabel)
         self.barrier()
         return model_dir
