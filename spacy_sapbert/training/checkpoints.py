@@ -177,19 +177,6 @@ def model_card(title: str, config: Dict[str, Any], last_log: Optional[Dict[str, 
     return "\n".join(lines) + "\n"
 
 
-def last_log_record(log_path: Path) -> Optional[Dict[str, Any]]:
-    """The last JSON record of a training log, or None (no log, or no complete line)."""
-    if not Path(log_path).is_file():
-        return None
-    last = None
-    for line in Path(log_path).read_text(encoding="utf8").splitlines():
-        try:
-            last = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-    return last
-
-
 def find_checkpoint(output: Path) -> Optional[Path]:
     """output/checkpoints/last (or last.old, left by a crash while replacing it) if it is complete."""
     folder = Path(output) / "checkpoints"

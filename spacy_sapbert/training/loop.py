@@ -36,7 +36,7 @@ import torch
 from ..encoder import load_pretrained, resolve_device
 from ..io import atomic_write_text
 from .checkpoints import (
-    STATE_FILE, MixedPrecision, append_log, find_checkpoint, last_log_record, model_card, plot_loss, restart_log,
+    STATE_FILE, MixedPrecision, append_log, find_checkpoint, model_card, plot_loss, read_log, restart_log,
     rng_state, save_model, seed_everything, set_rng_state, write_dir,
 )
 
@@ -275,7 +275,7 @@ class TrainingRun:
         """Write output/model and the loss plot (rank 0); the model folder."""
         model_dir = self.output / "model"
         if self.ctx.main:
-            card = model_card(title, dataclasses.asdict(self.config), last_log_record(self.log_path))
+            card = model_card(title, dataclasses.asdict(self.config), (read_log(self.log_path) or [None])[-1])
 
             def fill(folder: Path) -> None:
                 self._save_model(folder)
