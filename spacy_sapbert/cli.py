@@ -260,6 +260,38 @@ def train_ner_command(
     typer.echo(f"{output / 'model-best'} and {output / 'model-last'} written", err=True)
 
 
+@app.command("plot-embeddings")
+def plot_embeddings_command(
+    vocab: List[Path] = typer.Argument(..., help="Vocabulary file(s) to sample concepts from (format told by content)."),
+    after: str = typer.Option(..., help="The trained encoder (folder or hub name)."),
+    before: Optional[str] = typer.Option(None, help="The encoder before training. Default: the offline all-MiniLM-L6-v2."),
+    output: Path = typer.Option(..., "--output", "-o", help="The PNG to write."),
+    concepts: int = typer.Option(12, help="Concepts to draw (each with 4 to 12 names)."),
+    mesh_trees: List[str] = typer.Option([], help="Keep only MeSH descriptors under these tree letters."),
+    max_length: int = typer.Option(25, help="Word pieces per name."),
+    device: str = typer.Option("auto", help="auto, cpu or cuda."),
+    seed: int = typer.Option(0, help="Seed of the concept sample and of t-SNE."),
+) -> None:
+    """Names of a sample of concepts before and after training, projected to 2-D (the SapBERT paper's Figure 1)."""
+    from .embedding_plot import names_and_labels, plot_embeddings, same_concept_neighbour_rate, sample_concepts
+    from .encoder import Encoder, offline_default_model
+    from .readers import read_vocabularies, vocabulary_specs
+
+    sample = sample_concepts(read_vocabularies(vocabulary_specs(vocab, "auto", mesh_trees)), concepts, seed=seed)
+    if len(sample) < 2:
+        raise SapbertError(f"fewer than 2 concepts with 4 or more names in {', '.join(map(str, vocab))}")
+    names, labels = names_and_labels(sample)
+    panels = {}
+    for which, model in (("before", before), ("after", after)):
+        model, pooling = _model_and_pooling(model, None, offline_default_model())
+        vectors = Encoder(model, pooling=pooling, max_length=max_length, device=device).encode(names)
+        rate = same_concept_neighbour_rate(vectors, labels)
+        typer.echo(f"{which} ({model}): the nearest other name is of the same concept for {100 * rate:.1f}% of {len(names)} names")
+        panels[f"{which}: {'/'.join(Path(model).parts[-2:])}, nearest name same concept {100 * rate:.0f}%"] = vectors
+    plot_embeddings(panels, labels, [c.name for c in sample], output, seed=seed)
+    typer.echo(f"{len(sample)} concepts, {len(names)} names drawn to {output}", err=True)
+
+
 def _model_and_pooling(model: Optional[str], pooling: Optional[str], offline_default: Optional[str]):
     if model is None:
         if offline_default is None:

@@ -61,11 +61,11 @@ def test_project_workflow_all_then_install_the_wheel(tmp_path, tiny_bert, capsys
     project_run(project, "all", overrides=overrides)
     for output in ("corpus/pairs.txt", "training/sap/model/config.json", "training/finetuned/model/config.json",
                    "corpus/ner/ncbi-train.spacy", "training/ner/model-best/config.cfg", "metrics/ner-ncbi-dev.json",
-                   "training/pipeline/config.cfg", "metrics/ncbi-dev.json", "metrics/ncbi-dev.png"):
+                   "training/pipeline/config.cfg", "metrics/ncbi-dev.json", "metrics/ncbi-dev.png", "metrics/embeddings.png"):
         assert (project / output).exists(), output
     capsys.readouterr()
     project_run(project, "all", overrides=overrides)  # nothing changed: every step is skipped
-    assert capsys.readouterr().out.count("Skipping") == 11
+    assert capsys.readouterr().out.count("Skipping") == 12
 
     [wheel] = list((project / "packages").rglob("*.whl"))
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(tmp_path / "site"), str(wheel)],
