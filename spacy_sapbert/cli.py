@@ -239,7 +239,7 @@ def train_ner_command(
     from spacy.cli._util import parse_config_overrides
     from spacy.cli.train import train
 
-    from .outputs import check_spacy_train_output, write_new_dir
+    from .outputs import TRAIN_NER_RECORD, check_spacy_train_output, write_new_dir
 
     if not config.is_file():
         raise SapbertError(f"{config}: training config not found")
@@ -255,6 +255,8 @@ def train_ner_command(
             raise SapbertError(f"spacy train failed on {config} (its message is above); nothing was written to {output}") from err
         if not (folder / "model-best" / "config.cfg").is_file():
             raise SapbertError(f"spacy train on {config} saved no model-best (no evaluation ran: check training.eval_frequency); nothing was written to {output}")
+        record = {"config": str(config), "overrides": overrides}
+        (folder / TRAIN_NER_RECORD).write_text(srsly.json_dumps(record, indent=2) + "\n", encoding="utf8")
 
     write_new_dir(output, run_training, replace=overwrite)
     typer.echo(f"{output / 'model-best'} and {output / 'model-last'} written", err=True)

@@ -25,8 +25,9 @@ PIPELINE_FILES = {"config.cfg", "meta.json", "tokenizer", "vocab"}
 # What the trainers write into their output folder.
 RUN_CONFIG_FILES = ("train_config.json", "dhns_config.json")
 RUN_FILES = {"model", "checkpoints", "train_log.jsonl", "loss.png", *RUN_CONFIG_FILES}
-# What `spacy train` writes into its output folder.
-SPACY_TRAIN_FILES = {"model-best", "model-last"}
+# What `train-ner` writes: spacy train's two models and its own record, which marks the folder as ours.
+TRAIN_NER_RECORD = "train_ner.json"
+SPACY_TRAIN_FILES = {"model-best", "model-last", TRAIN_NER_RECORD}
 
 
 class OutputExistsError(SapbertError):
@@ -96,10 +97,11 @@ def check_run_output(output: Path, resume: bool, overwrite: bool) -> None:
 
 
 def check_spacy_train_output(output: Path, overwrite: bool) -> None:
-    """`spacy train`'s output folder: absent, empty, or (with `overwrite`) one holding nothing but model-best/model-last."""
+    """`train-ner`'s output folder: absent, empty, or (with `overwrite`) an earlier train-ner output holding
+    nothing else. A folder `spacy train` wrote by itself has no TRAIN_NER_RECORD and is never replaced."""
     output = Path(output)
-    is_run = output.is_dir() and (output / "model-last" / "config.cfg").is_file()
-    _refuse_foreign(output, "a spacy train output", SPACY_TRAIN_FILES if is_run else None, "" if overwrite else "pass --overwrite to replace it")
+    is_run = output.is_dir() and (output / TRAIN_NER_RECORD).is_file()
+    _refuse_foreign(output, "a train-ner output", SPACY_TRAIN_FILES if is_run else None, "" if overwrite else "pass --overwrite to replace it")
 
 
 def clear_run(output: Path) -> None:

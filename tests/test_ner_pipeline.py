@@ -103,7 +103,7 @@ def test_train_ner_writes_model_best_complete_or_nothing(tmp_path):
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     assert spacy.load(tmp_path / "ner" / "model-best").pipe_names == ["ner"]
-    assert sorted(p.name for p in (tmp_path / "ner").iterdir()) == ["model-best", "model-last"]
+    assert sorted(p.name for p in (tmp_path / "ner").iterdir()) == ["model-best", "model-last", "train_ner.json"]
 
     again = runner.invoke(app, args)  # an earlier output is replaced only when asked
     assert again.exit_code == 1 and "--overwrite" in again.output
@@ -113,6 +113,13 @@ def test_train_ner_writes_model_best_complete_or_nothing(tmp_path):
     assert failed.exit_code != 0
     assert spacy.load(tmp_path / "ner" / "model-best").pipe_names == ["ner"]  # the earlier output is untouched
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ner", "toy.spacy"]  # no half-written folder left behind
+
+    import shutil
+
+    shutil.copytree(tmp_path / "ner" / "model-best", tmp_path / "plain" / "model-best")  # spacy train's own output:
+    shutil.copytree(tmp_path / "ner" / "model-last", tmp_path / "plain" / "model-last")  # not ours, never replaced
+    refused = runner.invoke(app, [args[0], args[1], str(tmp_path / "plain"), *args[3:], "--overwrite"])
+    assert refused.exit_code == 1 and sorted(p.name for p in (tmp_path / "plain").iterdir()) == ["model-best", "model-last"]
 
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("keep", encoding="utf8")
