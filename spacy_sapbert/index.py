@@ -14,7 +14,7 @@ from .errors import IndexFormatError
 from .index_types import (
     DEFAULT_NPROBE, DEFAULT_SHORTLIST, RERANKED, TRAINED, choose_index_type, fill_index, rescored, set_search_params,
 )
-from .columns import StringColumn, arrays_from_msg, arrays_to_msg, load_npy, read_arrays, write_arrays
+from .columns import HashLookup, StringColumn, arrays_from_msg, arrays_to_msg, load_npy, read_arrays, write_arrays
 from .io import atomic_write, atomic_write_text, write_npy
 from .kb import Concept, ConceptTable, KnowledgeBase
 from .normalizer import Normalizer
@@ -229,6 +229,7 @@ class ConceptIndex:
         self.encoder_settings = {key: (encoder or {}).get(key) for key in ENCODER_SETTINGS}
         self.vocabulary_hash = vocabulary
         self._type_masks: Dict[frozenset, numpy.ndarray] = {}  # type_mask's, per set of types
+        self._name_lookup: Optional[HashLookup] = None  # name_row's, built on first use
 
     @property
     def dim(self) -> int:
@@ -342,6 +343,7 @@ class ConceptIndex:
             if self.rerank is not None:  # read into memory: fine for a few thousand training mentions
                 self.rerank = numpy.concatenate([self.rerank, vectors.astype("float16")])
             self.names = self.names.extended(new_names)
+            self._name_lookup = None
         if new_pairs:
             added = numpy.array(new_pairs, dtype="int64")
             self.links = NameLinks.from_pairs(
@@ -375,6 +377,15 @@ class ConceptIndex:
             pending = numpy.array(unfinished, dtype="int64")
             depth = min(self.vectors.ntotal, depth * 4)
         return results  # type: ignore[return-value]
+
+    def name_row(self, name: str) -> Optional[int]:
+        """The row of a stored (normalized) name, or None; the hash look-up over the names is built on first use."""
+        if self._name_lookup is None:
+            self._name_lookup = HashLookup.build(self.names)
+        for row in self._name_lookup.candidates(name):
+            if self.names[row] == name:
+                return row
+        return None
 
     def type_mask(self, types: Iterable[str]) -> numpy.ndarray:
         """A boolean per concept row: True where the concept has one of `types` (UMLS TUIs, an ontology's

@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Iterator, Optional, Set
 
-from .columns import HashLookup
 from .index import ConceptIndex
 from .kb import Concept
 
@@ -42,20 +41,13 @@ class ConceptsById(Mapping):
 
 
 class IdsByName(Mapping):
-    """normalized name -> set of primary ids; the name look-up is built on first use (one pass over the names)."""
+    """normalized name -> set of primary ids (ConceptIndex.name_row)."""
 
     def __init__(self, index: ConceptIndex):
         self.index = index
-        self._lookup: Optional[HashLookup] = None
 
     def _row(self, alias: str) -> Optional[int]:
-        if self._lookup is None:
-            self._lookup = HashLookup.build(self.index.names)
-        key = self.index.normalizer(alias)
-        for row in self._lookup.candidates(key):
-            if self.index.names[row] == key:
-                return row
-        return None
+        return self.index.name_row(self.index.normalizer(alias))
 
     def __getitem__(self, alias: str) -> Set[str]:
         row = self._row(alias) if isinstance(alias, str) else None

@@ -366,11 +366,12 @@ class SapbertLinker(Pipe):
     def predict(self, docs: Sequence[Doc]) -> List[List[List[Candidate]]]:
         """Candidates for every linked entity of every doc; each distinct query string is encoded once
         (once per set of allowed types, when `types_by_label` gives labels different ones)."""
-        mentions = [(d, i, ent) for d, doc in enumerate(docs) for i, ent in enumerate(self.mentions(doc))]
-        results: List[List[List[Candidate]]] = [[[] for _ in self.mentions(doc)] for doc in docs]
+        per_doc = [self.mentions(doc) for doc in docs]
+        results: List[List[List[Candidate]]] = [[[] for _ in ents] for ents in per_doc]
         groups: Dict[Tuple[str, ...], List[Tuple[int, int, Span]]] = {}
-        for d, i, ent in mentions:
-            groups.setdefault(self.allowed_types(ent.label_), []).append((d, i, ent))
+        for d, ents in enumerate(per_doc):
+            for i, ent in enumerate(ents):
+                groups.setdefault(self.allowed_types(ent.label_), []).append((d, i, ent))
         for types, members in groups.items():
             candidates = self.search_texts([self.query_text(ent) for _, _, ent in members], types=types)
             for (d, i, _), hits in zip(members, candidates):
@@ -484,10 +485,7 @@ class SapbertLinker(Pipe):
     @property
     def kb(self) -> KnowledgeBaseView:
         """scispaCy's names for the index: `kb.cui_to_entity[id]` (a Concept), `kb.alias_to_cuis[name]` (ids)."""
-        index = self._require_index()
-        if getattr(self, "_kb_view", None) is None or self._kb_view_index is not index:
-            self._kb_view, self._kb_view_index = KnowledgeBaseView(index), index
-        return self._kb_view
+        return KnowledgeBaseView(self._require_index())
 
     def primary_id(self, concept_id: str) -> str:
         """The primary id of the concept of an id (primary or alternative); an id not in the index as it is."""

@@ -18,6 +18,7 @@ with ``spacy evaluate``.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,18 +86,7 @@ class ConversionReport:
         return "; ".join(parts)
 
     def to_dict(self) -> dict:
-        return {
-            "source": self.source,
-            "documents": self.documents,
-            "mentions": self.mentions,
-            "entities": dict(self.entities),
-            "split_tokens": self.split_tokens,
-            "overlapping": self.overlapping,
-            "duplicates": self.duplicates,
-            "blank": self.blank,
-            "unknown_labels": dict(self.unknown_labels),
-            "left_out_labels": dict(self.left_out_labels),
-        }
+        return {key: dict(value) if isinstance(value, Counter) else value for key, value in dataclasses.asdict(self).items()}
 
 
 def parse_label_map(items: Iterable[str], base: Mapping[str, str] = DEFAULT_LABEL_MAP) -> Dict[str, str]:
