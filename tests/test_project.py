@@ -9,6 +9,8 @@ from pathlib import Path
 from conftest import ROOT, shared_file
 
 TINY_DOCS = 6
+# what a local `spacy project run` leaves in the project folder (git-ignored): not copied into the test's project
+PROJECT_RUN_OUTPUTS = shutil.ignore_patterns("assets", "corpus", "training", "metrics", "packages", "project.lock")
 
 
 def tiny_pubtator(source: Path, dest: Path, n_docs: int) -> set:
@@ -43,7 +45,7 @@ def test_project_workflow_all_then_install_the_wheel(tmp_path, tiny_bert, capsys
     from weasel.cli.run import project_run
 
     project = tmp_path / "project"
-    shutil.copytree(ROOT / "projects" / "sapbert", project)
+    shutil.copytree(ROOT / "projects" / "sapbert", project, ignore=PROJECT_RUN_OUTPUTS)
     name = tiny_data(tmp_path / "data")
     overrides = {
         "vars.data": str(tmp_path / "data"),
@@ -97,7 +99,7 @@ def test_project_knn_workflow_after_all(tmp_path, tiny_bert):
     from weasel.cli.run import project_run
 
     project = tmp_path / "project"
-    shutil.copytree(ROOT / "projects" / "sapbert", project)
+    shutil.copytree(ROOT / "projects" / "sapbert", project, ignore=PROJECT_RUN_OUTPUTS)
     tiny_data(tmp_path / "data")
     overrides = {
         "vars.data": str(tmp_path / "data"), "vars.base_model": tiny_bert, "vars.pooling": "cls",
