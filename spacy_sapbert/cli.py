@@ -367,6 +367,32 @@ def link_command(
         typer.echo(srsly.json_dumps(doc_to_json(doc, linkers)))
 
 
+@app.command("visualize")
+def visualize_command(
+    text: Optional[str] = typer.Argument(None, help="Text to link. Without it, --file or standard input is read, one document per line."),
+    pipeline: Optional[Path] = typer.Option(None, help="Saved pipeline folder or installed package name. Default: the offline pipeline."),
+    file: Optional[Path] = typer.Option(None, help="A UTF-8 file with one document per line."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the HTML page here. Without it, serve the page with displaCy's server."),
+    port: int = typer.Option(5000, help="Port of displaCy's server (without --output)."),
+    host: str = typer.Option("0.0.0.0", help="Host of displaCy's server (without --output)."),
+) -> None:
+    """Show linked entities with displaCy: label, id (a link to its source's page), canonical name and score."""
+    from .io import atomic_write_text
+    from .pipeline import require_linkers
+    from .visualize import displacy_doc, render_page
+
+    nlp = _load(pipeline)
+    linkers = [linker for _, linker in require_linkers(nlp)]
+    doc_jsons = [doc_to_json(doc, linkers) for doc in nlp.pipe(_input_texts(text, file))]
+    if output is not None:
+        atomic_write_text(output, render_page(doc_jsons))
+        typer.echo(f"{output} written ({len(doc_jsons)} documents)")
+        return
+    from spacy import displacy
+
+    displacy.serve([displacy_doc(doc_json) for doc_json in doc_jsons], style="ent", manual=True, port=port, host=host)
+
+
 SAMPLE_MENTIONS = ["small head", "fits", "floppy baby", "hole in the heart", "ear infections", "hard stools"]
 
 
