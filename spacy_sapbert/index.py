@@ -29,8 +29,9 @@ from .normalizer import Normalizer
 # 7: the name and concept tables are flat arrays in tables/*.npy (UTF-8 blobs with offsets, CSR name ->
 #    concept links, an id hash look-up), memory-mapped at load like the faiss index. Formats 5 and 6 are
 #    read into memory.
-FORMAT_VERSION = 8  # 8: concept definitions in the tables; 7 is read with empty definitions
-READABLE_VERSIONS = (5, 6, 7, 8)
+# 8: concept definitions in the tables; 7 is read with empty definitions.
+FORMAT_VERSION = 9  # 9: concept sources in the tables; 8 and older are read with empty sources
+READABLE_VERSIONS = (5, 6, 7, 8, 9)
 MSGPACK_VERSIONS = (5, 6)
 META_FILE, VECTORS_FILE, TABLES_DIR = "meta.json", "vectors.faiss", "tables"
 CONCEPTS_FILE, NAMES_FILE = "concepts.msgpack", "names.msgpack"  # formats 5 and 6
@@ -228,7 +229,7 @@ class ConceptIndex:
         self.index_type = index_type
         self.encoder_settings = {key: (encoder or {}).get(key) for key in ENCODER_SETTINGS}
         self.vocabulary_hash = vocabulary
-        self._type_masks: Dict[frozenset, numpy.ndarray] = {}  # type_mask's, per set of types
+        self._masks: Dict[Tuple[str, frozenset], numpy.ndarray] = {}  # list_mask's, per field and set of values
         self._name_lookup: Optional[HashLookup] = None  # name_row's, built on first use
 
     @property
@@ -389,16 +390,26 @@ class ConceptIndex:
 
     def type_mask(self, types: Iterable[str]) -> numpy.ndarray:
         """A boolean per concept row: True where the concept has one of `types` (UMLS TUIs, an ontology's
-        namespace, MeSH tree numbers, as the vocabulary's reader stored them). Computed once per set."""
-        key = frozenset(types)
-        if key not in self._type_masks:
-            items, offsets = self.concepts.lists["types"]
-            item_allowed = numpy.fromiter((item in key for item in items), dtype=bool, count=len(items))
+        namespace, MeSH tree numbers and categories, as the vocabulary's reader stored them)."""
+        return self.list_mask("types", types)
+
+    def source_mask(self, sources: Iterable[str]) -> numpy.ndarray:
+        """A boolean per concept row: True where the concept has a name from one of `sources` (UMLS SABs, "MSH",
+        an ontology's id prefix, as the vocabulary's reader stored them)."""
+        return self.list_mask("sources", sources)
+
+    def list_mask(self, field: str, values: Iterable[str]) -> numpy.ndarray:
+        """A boolean per concept row: True where the concept's list `field` holds one of `values`. Computed
+        once per field and set of values."""
+        key = (field, frozenset(values))
+        if key not in self._masks:
+            items, offsets = self.concepts.lists[field]
+            item_allowed = numpy.fromiter((item in key[1] for item in items), dtype=bool, count=len(items))
             row_of_item = numpy.repeat(numpy.arange(len(self.concepts)), numpy.diff(offsets))
             mask = numpy.zeros(len(self.concepts), dtype=bool)
             mask[row_of_item[item_allowed]] = True
-            self._type_masks[key] = mask
-        return self._type_masks[key]
+            self._masks[key] = mask
+        return self._masks[key]
 
     def _name_hits(self, queries: numpy.ndarray, depth: int) -> Tuple[numpy.ndarray, numpy.ndarray]:
         """The `depth` best (score, name row) of each query; a RERANKED type re-scores a wider shortlist
@@ -568,7 +579,7 @@ def table_dtypes(version: int = FORMAT_VERSION) -> Dict[str, str]:
     """The arrays of ConceptIndex.tables() and their dtypes, as saved by index format `version` (7 or later)."""
     return {
         **StringColumn.dtypes("names"), "links.offsets": "int64", "links.concepts": "int64",
-        **ConceptTable.array_dtypes("concepts", definitions=version >= 8),
+        **ConceptTable.array_dtypes("concepts", definitions=version >= 8, sources=version >= 9),
     }
 
 

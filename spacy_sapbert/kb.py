@@ -31,6 +31,8 @@ class Concept:
     xrefs: cross-references as "PREFIX:ID" ("UMLS:C0012634", "MESH:D004194", "OMIM:145250").
     alt_ids: other identifiers of the same concept in the same vocabulary (MEDIC AltDiseaseIDs).
     definition: a text definition (OBO `def`, UMLS MRDEF, scispaCy KB `definition`), or "".
+    sources: the vocabularies its names come from (UMLS SABs such as "MSH" or "SNOMEDCT_US"; "MSH" for
+    the MeSH files; an OBO ontology's id prefix: "HP", "MONDO", "DOID"); empty when the reader cannot tell.
     """
 
     id: str
@@ -40,12 +42,14 @@ class Concept:
     xrefs: List[str] = field(default_factory=list)
     alt_ids: List[str] = field(default_factory=list)
     definition: str = ""
+    sources: List[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.synonyms = [s for s in unique(self.synonyms) if s != self.name]
         self.types = unique(self.types)
         self.xrefs = unique(self.xrefs)
         self.alt_ids = [a for a in unique(self.alt_ids) if a != self.id]
+        self.sources = unique(self.sources)
 
     @property
     def names(self) -> List[str]:
@@ -58,7 +62,7 @@ class Concept:
         return [self.id] + self.alt_ids
 
     def merged(self, other: "Concept") -> "Concept":
-        """This concept with the names, types, xrefs and alt ids of `other` appended (and its definition, if this has none)."""
+        """This concept with the names, types, xrefs, alt ids and sources of `other` appended (and its definition, if this has none)."""
         return Concept(
             id=self.id,
             name=self.name or other.name,
@@ -67,11 +71,12 @@ class Concept:
             xrefs=self.xrefs + other.xrefs,
             alt_ids=self.alt_ids + other.alt_ids,
             definition=self.definition or other.definition,
+            sources=self.sources + other.sources,
         )
 
     def to_dict(self) -> dict:
-        """The fields as plain data; "definition" only when there is one, so the records (and the vocabulary
-        hashes over them) of concepts without one are what they were before definitions were kept."""
+        """The fields as plain data; "definition" and "sources" only when set, so the records (and the
+        vocabulary hashes over them) of concepts without them are what they were before they were kept."""
         data = {
             "id": self.id,
             "name": self.name,
@@ -82,6 +87,8 @@ class Concept:
         }
         if self.definition:
             data["definition"] = self.definition
+        if self.sources:
+            data["sources"] = list(self.sources)
         return data
 
     @classmethod
@@ -94,6 +101,7 @@ class Concept:
             xrefs=list(data.get("xrefs", [])),
             alt_ids=list(data.get("alt_ids", [])),
             definition=data.get("definition", ""),
+            sources=list(data.get("sources", [])),
         )
 
 
@@ -128,14 +136,21 @@ class KnowledgeBase:
         return iter(self._concepts.values())
 
 
-LIST_FIELDS = ("synonyms", "types", "xrefs", "alt_ids")
+LIST_FIELDS = ("synonyms", "types", "xrefs", "alt_ids", "sources")
+LATER_LISTS = ("sources",)  # list fields that older index formats lack: read as empty lists
 ID_LOOKUP = "id_lookup"
+
+
+def empty_lists(n_rows: int) -> Tuple[StringColumn, numpy.ndarray]:
+    """A list column of `n_rows` empty lists (items, offsets)."""
+    return StringColumn.from_strings([]), numpy.zeros(n_rows + 1, dtype="int64")
 
 
 class ConceptTable:
     """Concepts stored column-wise as flat arrays: ids, canonical names and definitions as `StringColumn`s,
     and each of LIST_FIELDS as one StringColumn of all items with int64 row offsets (row i owns items
-    offsets[i]:offsets[i + 1]). A table without definitions (index format 7 and older) gives "".
+    offsets[i]:offsets[i + 1]). A table without definitions (index format 7 and older) gives "", one
+    without sources (format 8 and older) empty lists.
 
     A sequence of Concepts built on demand. The arrays may be memory-mapped, so a table of millions of
     concepts opens without reading them. Ids must be distinct (the output of a KnowledgeBase).
@@ -154,6 +169,7 @@ class ConceptTable:
             raise ValueError(f"{len(ids)} ids but {len(names)} names")
         if definitions is not None and len(definitions) != len(ids):
             raise ValueError(f"{len(ids)} ids but {len(definitions)} definitions")
+        lists = {**{key: empty_lists(len(ids)) for key in LATER_LISTS}, **lists}
         for key, (items, offsets) in lists.items():
             if len(offsets) != len(ids) + 1 or offsets[0] != 0 or offsets[-1] != len(items):
                 raise ValueError(f"the {key}.rows offsets do not fit {len(ids)} concepts and {len(items)} items")
@@ -238,20 +254,25 @@ class ConceptTable:
         return arrays
 
     @staticmethod
-    def array_dtypes(prefix: str, definitions: bool = True) -> Dict[str, str]:
-        """The name and dtype of each array of arrays(prefix); `definitions=False`: those of a table saved
-        before definitions were kept (index format 7)."""
+    def array_dtypes(prefix: str, definitions: bool = True, sources: bool = True) -> Dict[str, str]:
+        """The name and dtype of each array of arrays(prefix); `definitions=False` or `sources=False`: those of
+        a table saved before definitions (index format 7) or sources (format 8) were kept."""
         dtypes = {**StringColumn.dtypes(f"{prefix}.ids"), **StringColumn.dtypes(f"{prefix}.names"), **HashLookup.dtypes(f"{prefix}.{ID_LOOKUP}")}
         if definitions:
             dtypes.update(StringColumn.dtypes(f"{prefix}.definitions"))
         for key in LIST_FIELDS:
-            dtypes.update({**StringColumn.dtypes(f"{prefix}.{key}"), f"{prefix}.{key}.rows": "int64"})
+            if sources or key != "sources":
+                dtypes.update({**StringColumn.dtypes(f"{prefix}.{key}"), f"{prefix}.{key}.rows": "int64"})
         return dtypes
 
     @classmethod
     def from_arrays(cls, arrays: Mapping[str, numpy.ndarray], prefix: str) -> "ConceptTable":
         """The table of arrays(prefix), with or without definitions; a ValueError when they do not fit together."""
-        lists = {key: (StringColumn.from_arrays(arrays, f"{prefix}.{key}"), arrays[f"{prefix}.{key}.rows"]) for key in LIST_FIELDS}
+        lists = {
+            key: (StringColumn.from_arrays(arrays, f"{prefix}.{key}"), arrays[f"{prefix}.{key}.rows"])
+            for key in LIST_FIELDS
+            if f"{prefix}.{key}.rows" in arrays or key not in LATER_LISTS
+        }
         has_definitions = set(StringColumn.dtypes(f"{prefix}.definitions")) <= set(arrays)
         return cls(
             StringColumn.from_arrays(arrays, f"{prefix}.ids"), StringColumn.from_arrays(arrays, f"{prefix}.names"), lists,
@@ -265,6 +286,8 @@ class ConceptTable:
         when they are malformed."""
         lists = {}
         for key in LIST_FIELDS:
+            if key in LATER_LISTS:
+                continue
             offsets = numpy.frombuffer(data[f"{key}_offsets"], dtype="<i8").astype("int64")
             lists[key] = (StringColumn.from_strings(data[key]), offsets)
             if (numpy.diff(offsets) < 0).any():

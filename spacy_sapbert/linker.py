@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import difflib
+import itertools
 import os
 import shutil
 import tempfile
+import weakref
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -48,6 +50,7 @@ DEFAULT_CONFIG = {
     "labels": [],
     "types": [],
     "types_by_label": {},
+    "sources": [],
     "lowercase": True,
     "remove_punctuation": False,
     "normalize": True,
@@ -64,6 +67,23 @@ DEFAULT_CONFIG = {
     "vector_cache_size": 20000,
     "scorer": {"@scorers": "spacy-sapbert.linker_scorer.v1"},
 }
+
+
+_LIVE_LINKERS: "weakref.WeakSet[SapbertLinker]" = weakref.WeakSet()
+_CREATION_ORDER = itertools.count()
+
+
+def live_linker(vocab, name: str) -> "SapbertLinker":
+    """The sapbert_linker called `name` of the pipeline that owns `vocab`.
+
+    spaCy hands a candidate generator or a KB loader only the KB or the vocab, not the pipeline; this
+    finds the linker whose index backs them (every linker made is remembered, weakly).
+    """
+    found = [linker for linker in list(_LIVE_LINKERS) if linker.vocab is vocab and linker.name == name]
+    if not found:
+        others = sorted({linker.name for linker in list(_LIVE_LINKERS) if linker.vocab is vocab})
+        raise SapbertError(f"the pipeline has no sapbert_linker called {name!r} (its sapbert_linker components: {others}); set `component` to one of them")
+    return max(found, key=lambda linker: linker._creation)  # the newest: a replaced one may linger
 
 
 def _kb_ents_key(span: Span) -> Tuple[str, str, int, int]:
@@ -122,6 +142,7 @@ def make_sapbert_linker(
     labels: List[str],
     types: List[str],
     types_by_label: Dict[str, List[str]],
+    sources: List[str],
     lowercase: bool,
     remove_punctuation: bool,
     normalize: bool,
@@ -153,6 +174,7 @@ def make_sapbert_linker(
         labels=labels,
         types=types,
         types_by_label=types_by_label,
+        sources=sources,
         lowercase=lowercase,
         remove_punctuation=remove_punctuation,
         normalize=normalize,
@@ -200,6 +222,7 @@ class SapbertLinker(Pipe):
         labels: Sequence[str] = (),
         types: Sequence[str] = (),
         types_by_label: Optional[Mapping[str, Sequence[str]]] = None,
+        sources: Sequence[str] = (),
         lowercase: bool = True,
         remove_punctuation: bool = False,
         normalize: bool = True,
@@ -233,6 +256,7 @@ class SapbertLinker(Pipe):
         self.labels = set(labels)
         self.types = tuple(types)
         self.types_by_label = {label: tuple(allowed) for label, allowed in (types_by_label or {}).items()}
+        self.sources = tuple(sources)
         self.normalizer = Normalizer(lowercase, remove_punctuation)
         self.normalize = normalize
         self.index_type = index_type
@@ -247,6 +271,8 @@ class SapbertLinker(Pipe):
         self.memory: Optional[MentionMemory] = None
         self.vector_cache = VectorCache(vector_cache_size)
         install_extensions()
+        self._creation = next(_CREATION_ORDER)
+        _LIVE_LINKERS.add(self)
 
     @property
     def labels(self) -> Tuple[str, ...]:
@@ -364,31 +390,36 @@ class SapbertLinker(Pipe):
         return self.types_by_label.get(label, self.types)
 
     def predict(self, docs: Sequence[Doc]) -> List[List[List[Candidate]]]:
-        """Candidates for every linked entity of every doc; each distinct query string is encoded once
-        (once per set of allowed types, when `types_by_label` gives labels different ones)."""
+        """Candidates for every linked entity of every doc (see `link_spans`)."""
         per_doc = [self.mentions(doc) for doc in docs]
-        results: List[List[List[Candidate]]] = [[[] for _ in ents] for ents in per_doc]
-        groups: Dict[Tuple[str, ...], List[Tuple[int, int, Span]]] = {}
-        for d, ents in enumerate(per_doc):
-            for i, ent in enumerate(ents):
-                groups.setdefault(self.allowed_types(ent.label_), []).append((d, i, ent))
+        hits = iter(self.link_spans([ent for ents in per_doc for ent in ents]))
+        return [[next(hits) for _ in ents] for ents in per_doc]
+
+    def link_spans(self, spans: Sequence[Span]) -> List[List[Candidate]]:
+        """Candidates for each span, as `span._.kb_ents` gets them: each distinct query string is encoded
+        once (once per set of allowed types, when `types_by_label` gives labels different ones)."""
+        results: List[List[Candidate]] = [[] for _ in spans]
+        groups: Dict[Tuple[str, ...], List[int]] = {}
+        for i, span in enumerate(spans):
+            groups.setdefault(self.allowed_types(span.label_), []).append(i)
         for types, members in groups.items():
-            candidates = self.search_texts([self.query_text(ent) for _, _, ent in members], types=types)
-            for (d, i, _), hits in zip(members, candidates):
-                results[d][i] = hits
+            candidates = self.search_texts([self.query_text(spans[i]) for i in members], types=types)
+            for i, hits in zip(members, candidates):
+                results[i] = hits
         return results
 
     def search_texts(self, texts: Sequence[str], types: Sequence[str] = ()) -> List[List[Candidate]]:
         """Ranked (id, score) candidates for each text, filtered by threshold and cut to max_entities_per_mention.
 
         Texts are normalized by the index's normalizer; each distinct normalized string is encoded once.
-        `types`: only concepts with one of these types are candidates (empty: any), still `k` of them.
+        `types`: only concepts with one of these types are candidates (empty: any), still `k` of them; so
+        are only concepts with a name from one of `sources`, when that config key is set.
         """
         keys = [self.normalizer.query(text) for text in texts]
         distinct = sorted({key for key in keys if is_linkable(key)})
         if not distinct:
             return [[] for _ in texts]
-        allowed = self._require_index().type_mask(types) if types else None
+        allowed = self.allowed_rows(types)
         concept_hits, neighbours = self.retrieve(distinct, self.memory_settings.memory_k, allowed)
         if neighbours is not None:
             concept_hits = [self.memory_settings.mix(hits, votes) for hits, votes in zip(concept_hits, neighbours)]
@@ -396,6 +427,13 @@ class SapbertLinker(Pipe):
                 concept_hits = [[hit for hit in hits if self._is_allowed(hit[0], allowed)] for hits in concept_hits]
         by_key = {key: self._filter(hits) for key, hits in zip(distinct, concept_hits)}
         return [by_key.get(key, []) for key in keys]
+
+    def allowed_rows(self, types: Sequence[str] = ()) -> Optional[numpy.ndarray]:
+        """A boolean per concept row of the index: True for a concept of one of `types` (when given) and of
+        one of the config's `sources` (when set); None when neither restricts the search."""
+        index = self._require_index()
+        masks = ([index.type_mask(types)] if types else []) + ([index.source_mask(self.sources)] if self.sources else [])
+        return numpy.logical_and.reduce(masks) if masks else None
 
     def _is_allowed(self, concept_id: str, allowed: numpy.ndarray) -> bool:
         row = self._require_index().concepts.row(concept_id)
@@ -603,17 +641,25 @@ class SapbertLinker(Pipe):
         self.check_types()
 
     def check_types(self) -> None:
-        """SapbertError when `types` or `types_by_label` names a type no concept of the index has (a typo would
-        otherwise filter out every candidate); the message lists the closest types the index does have."""
-        wanted = set(self.types).union(*self.types_by_label.values())
-        if self.index is None or not wanted:
+        """SapbertError when `types`, `types_by_label` or `sources` names a type or source no concept of the
+        index has (a typo would otherwise filter out every candidate); the message lists the closest the
+        index does have."""
+        if self.index is None:
             return
-        known = set(self.index.concepts.lists["types"][0])
-        for missing in sorted(wanted - known):
-            key = "types" if missing in self.types else "types_by_label"
-            close = difflib.get_close_matches(missing, sorted(known), n=5)
-            hint = f"close matches: {', '.join(close)}" if close else f"the index has {len(known)} types, e.g. {', '.join(sorted(known)[:5])}"
-            raise SapbertError(f"{self.name}: config key `{key}` names the type {missing!r}, which no concept of the index has; {hint}")
+        wanted = [
+            ("types", "types", self.types),
+            ("types", "types_by_label", [t for allowed in self.types_by_label.values() for t in allowed]),
+            ("sources", "sources", self.sources),
+        ]
+        for field, key, values in wanted:
+            if not values:
+                continue
+            known = set(self.index.concepts.lists[field][0])
+            what = field[:-1]
+            for missing in sorted(set(values) - known):
+                close = difflib.get_close_matches(missing, sorted(known), n=5)
+                hint = f"close matches: {', '.join(close)}" if close else f"the index has {len(known)} {field}, e.g. {', '.join(sorted(known)[:5]) or 'none'}"
+                raise SapbertError(f"{self.name}: config key `{key}` names the {what} {missing!r}, which no concept of the index has; {hint}")
 
     def _check_vector_settings(self, part, kind: str, where: str = "", encoder_source: str = "the loaded encoder has") -> None:
         """Compare the settings recorded by `part` (a ConceptIndex or MentionMemory) with vector_settings()."""

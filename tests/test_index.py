@@ -259,7 +259,7 @@ def test_saved_tables_are_flat_arrays_that_load_memory_mapped(tmp_path):
     tables = tmp_path / "index" / "tables"
     assert bytes(numpy.load(tables / "concepts.ids.utf8.npy")) == b"ABCD"
     assert numpy.load(tables / "concepts.alt_ids.rows.npy").tolist() == [0, 3, 5, 5, 7]
-    assert srsly.read_json(tmp_path / "index" / "meta.json")["format_version"] == 8
+    assert srsly.read_json(tmp_path / "index" / "meta.json")["format_version"] == 9
     loaded = ConceptIndex.from_disk(tmp_path / "index")
     assert loaded.folder == tmp_path / "index" and isinstance(loaded.names.offsets.base, numpy.memmap)
     assert isinstance(loaded.concepts.lists["synonyms"][0].blob.base, numpy.memmap)
@@ -278,6 +278,35 @@ def test_an_index_saved_in_format_7_loads_with_empty_definitions(tmp_path, legac
     assert old.search(queries, 3) == new.search(queries, 3)
     old.to_disk(tmp_path / "index")  # re-saved in format 8, definitions empty
     assert ConceptIndex.from_disk(tmp_path / "index").concept("A").definition == ""
+
+
+@pytest.mark.parametrize("legacy", ["folder", "bytes"])
+def test_an_index_saved_in_format_8_loads_with_empty_sources(tmp_path, legacy):
+    """tests/fixtures/index-format-8*: merging_vocabulary() (the first with a definition) with hash_encode,
+    saved by spacy-sapbert at 4eb496f."""
+    if legacy == "folder":
+        old = ConceptIndex.from_disk(FIXTURES / "index-format-8")
+    else:
+        old = ConceptIndex.from_bytes((FIXTURES / "index-format-8.bytes").read_bytes())
+    assert old.concept("A").definition == "A failure of the heart to pump."
+    assert all(c.sources == [] for c in old.concepts) and not old.source_mask(["MSH"]).any()
+    new = ConceptIndex.build(merging_vocabulary(), hash_encode)
+    queries = hash_encode(["hf", "hepatoma", "renal disease"])
+    assert old.search(queries, 3) == new.search(queries, 3)
+    old.to_disk(tmp_path / "index")  # re-saved in the current format, sources empty
+    assert ConceptIndex.from_disk(tmp_path / "index").concept("B").sources == []
+
+
+def test_sources_are_kept_and_merged_through_disk_and_bytes(tmp_path):
+    vocabulary = merging_vocabulary()
+    vocabulary[0].sources = ["MSH"]
+    vocabulary[2].sources = ["SNOMEDCT_US", "MSH"]  # merged into A
+    vocabulary[3].sources = ["OMIM"]
+    index = ConceptIndex.build(vocabulary, hash_encode)
+    index.to_disk(tmp_path / "index")
+    for loaded in (ConceptIndex.from_disk(tmp_path / "index"), ConceptIndex.from_bytes(index.to_bytes())):
+        assert [(c.id, c.sources) for c in loaded.concepts] == [("A", ["MSH", "SNOMEDCT_US"]), ("B", []), ("C", ["OMIM"]), ("D", [])]
+        assert loaded.source_mask(["MSH", "OMIM"]).tolist() == [True, False, True, False]
 
 
 def test_definitions_are_kept_through_disk_and_bytes(tmp_path):
@@ -372,7 +401,7 @@ def test_an_index_of_format_4_is_refused_in_one_line(tmp_path):
     srsly.write_json(tmp_path / "index" / "meta.json", {**meta, "format_version": 4})
     with pytest.raises(IndexFormatError) as err:
         ConceptIndex.from_disk(tmp_path / "index")
-    assert "has format_version 4 but this spacy-sapbert reads 8" in str(err.value) and "\n" not in str(err.value)
+    assert "has format_version 4 but this spacy-sapbert reads 9" in str(err.value) and "\n" not in str(err.value)
 
 
 def test_a_mapped_index_pickles_as_its_folder_and_notices_a_rebuild(tmp_path):

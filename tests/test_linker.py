@@ -439,6 +439,28 @@ def test_types_and_types_by_label_restrict_the_candidates(tiny_bert, toy_concept
     assert loaded.types == ("T047", "T191") and loaded.types_by_label == {"Cancer": ("T191",)}
 
 
+def test_sources_restrict_the_candidates_together_with_types(tiny_bert, toy_concepts, tmp_path):
+    import dataclasses
+
+    import spacy
+
+    from spacy_sapbert.errors import SapbertError
+
+    sources = {"D001": ["MSH"], "D002": ["MSH", "NCI"], "D003": ["SNOMEDCT_US"], "OMIM:100": ["OMIM"]}
+    concepts = [dataclasses.replace(c, sources=sources.get(c.id, [])) for c in toy_concepts]
+    nlp = spacy.blank("en")
+    linker = nlp.add_pipe("sapbert_linker", config={"model": tiny_bert, "device": "cpu", "k": 5, "sources": ["MSH", "OMIM"]})
+    linker.initialize(vocabulary=concepts)
+    [hits] = linker.search_texts(["kidney failure"])
+    assert {cid for cid, _ in hits} == {"D001", "D002", "OMIM:100"}  # k is 5: every concept of those sources
+    [hits] = linker.search_texts(["kidney failure"], types=["T191"])
+    assert [cid for cid, _ in hits] == ["D002"]  # of a source and of a type
+    nlp.to_disk(tmp_path / "pipe")
+    assert spacy.load(tmp_path / "pipe").get_pipe("sapbert_linker").sources == ("MSH", "OMIM")
+    with pytest.raises(SapbertError, match=r"config key `sources` names the source 'SNOMEDCT'.*close matches: SNOMEDCT_US"):
+        spacy.load(tmp_path / "pipe", config={"components": {"sapbert_linker": {"sources": ["SNOMEDCT"]}}})
+
+
 def test_the_union_memory_mixture_adds_no_concept_of_a_type_left_out(tiny_bert, toy_concepts):
     import spacy
 

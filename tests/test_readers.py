@@ -176,6 +176,7 @@ def test_real_mrconso_and_mrsty():
     assert concepts[0].types == ["T116"]
     # C0000039's only row has ISPREF=N: no preferred row, so the first row gives the name
     assert concepts[1].name == "1,2-Dipalmitoylphosphatidylcholine" and concepts[1].types == ["T109", "T121"]
+    assert [c.sources for c in concepts] == [["MSH"], ["MSH"]]  # the rows' SAB column
 
 
 def test_mrconso_filters_and_canonical_name(tmp_path):
@@ -198,6 +199,7 @@ def test_mrconso_filters_and_canonical_name(tmp_path):
     assert list(default) == ["C1", "C2"]  # C3 has only a suppressed row
     assert default["C1"].name == "Myocardial Infarction"  # TS=P, STT=PF, ISPREF=Y, not the first row
     assert default["C1"].synonyms == ["heart attack", "MI"]  # no FRE row, no SUPPRESS=O row
+    assert default["C1"].sources == ["MSH", "SNOMEDCT_US"]  # the SABs of the rows kept, once each
 
     all_languages = by_id(read_mrconso(path, languages=None))
     assert "infarctus du myocarde" in all_languages["C1"].synonyms
@@ -303,6 +305,7 @@ def test_obo_terms_synonyms_xrefs(tmp_path):
     assert first.xrefs == ["UMLS:C0000001", "MESH:D000001", "MEDDRA:10022016"]
     assert first.alt_ids == ["TO:0000099"]
     assert first.types == ["test_ontology"]  # default-namespace from the header
+    assert first.sources == ["TO"]  # the id's prefix
     assert concepts["TO:0000003"].types == ["other_ns"] and concepts["TO:0000003"].xrefs == ["MESH:C000002"]
     with_obsolete = by_id(read_obo(write(tmp_path, "test.obo", OBO_TEXT), include_obsolete=True))
     assert "TO:0000002" in with_obsolete
@@ -411,7 +414,8 @@ def test_mesh_synthetic(tmp_path):
         list(read_mesh_descriptors(desc))
     concepts, messages = read_with_warnings(read_mesh_descriptors, desc, trees=["C"])
     assert [c.id for c in concepts] == ["D000006"]
-    assert concepts[0].types == ["C23.888.592", "C23.888.821"]
+    assert concepts[0].types == ["C23.888.592", "C23.888.821", "C"]  # tree numbers, then their category
+    assert concepts[0].sources == ["MSH"]
     assert concepts[0].synonyms == ["Acute Abdomen", "Acute Abdomens"]
     assert "skipped 1 " in messages[0]
     with pytest.warns(VocabularyWarning, match="line 3"):
@@ -721,6 +725,7 @@ def test_obo_graph_json_nodes(tmp_path):
     first = concepts[0]
     assert first.synonyms == ["Height abnormality"] and first.types == ["human_phenotype"]
     assert first.xrefs == ["UMLS:C4025901", "MESH:D001836"] and first.alt_ids == ["HP:0000001"]
+    assert first.sources == ["HP"]
     assert "HP:0000004" in by_id(read_obo_graph_json(path, include_obsolete=True))
     assert detect_format(path) == "obo-json"
 

@@ -43,14 +43,24 @@ def _check_row(row: Sequence[str], columns: Sequence[str], required: int) -> Non
         raise MalformedLine("empty name")
 
 
+MESH_SOURCE = "MSH"  # UMLS's name (SAB) for MeSH, so one `sources` filter fits both
+
+
+def tree_types(tree_numbers: Sequence[str]) -> List[str]:
+    """A descriptor's types: its tree numbers, then their categories (first letters: C diseases, D chemicals
+    and drugs, F psychiatry and psychology, ...), so that a type filter can name a whole category."""
+    return list(tree_numbers) + sorted({number[0] for number in tree_numbers if number})
+
+
 def parse_descriptor_row(row: Sequence[str]) -> Concept:
-    """A descriptor concept from one row: id, name, synonyms, tree numbers (-> types)[, taxon ids]."""
+    """A descriptor concept from one row: id, name, synonyms, tree numbers and categories (-> types)[, taxon ids]."""
     _check_row(row, DESCRIPTOR_COLUMNS, 4)
     return Concept(
         id=row[0].strip(),
         name=row[1].strip(),
         synonyms=_split(row[2], "|"),
-        types=_split(row[3], "|"),
+        types=tree_types(_split(row[3], "|")),
+        sources=[MESH_SOURCE],
     )
 
 
@@ -62,6 +72,7 @@ def parse_supplementary_row(row: Sequence[str]) -> Concept:
         name=row[1].strip(),
         synonyms=_split(row[2], "|"),
         xrefs=[f"MESH:{descriptor}" for descriptor in _split(row[3], ",")],
+        sources=[MESH_SOURCE],
     )
 
 
@@ -86,7 +97,7 @@ def _rows(path: PathLike, policy: LinePolicy) -> Iterator[Tuple[int, List[str]]]
 def read_mesh_descriptors(
     path: PathLike, trees: Optional[Sequence[str]] = None, strict: bool = True
 ) -> Iterator[Concept]:
-    """MeSH descriptor concepts (types = tree numbers), optionally only those under `trees`.
+    """MeSH descriptor concepts (types = tree numbers and categories), optionally only those under `trees`.
 
     trees: tree-number prefixes, e.g. ["C"] for diseases, ["D"] for chemicals and drugs.
     """

@@ -150,7 +150,14 @@ def term_concept(term: _Term, default_namespace: str = "") -> Concept:
         xrefs=term.xrefs,
         alt_ids=term.alt_ids,
         definition=term.definition,
+        sources=id_sources(term.id),
     )
+
+
+def id_sources(concept_id: str) -> List[str]:
+    """An ontology term's source: the prefix of its id ("HP:0000118" -> ["HP"]), none for an id without one."""
+    prefix, sep, _ = concept_id.partition(":")
+    return [prefix] if sep and prefix else []
 
 
 def read_obo(path: PathLike, include_obsolete: bool = False, strict: bool = True) -> Iterator[Concept]:
@@ -332,13 +339,15 @@ def json_term_concept(
     if not name:
         raise MalformedLine(f"{where}: term {term_id} without a 'name'")
     prefix = prefix or (namespace.upper() or None)
+    concept_id = _prefixed(term_id, prefix)
     return Concept(
-        id=_prefixed(term_id, prefix),
+        id=concept_id,
         name=name,
         synonyms=synonyms,
         types=[namespace] if namespace else [],
         xrefs=[xref for xref in xrefs if xref],
         alt_ids=[_prefixed(alt, prefix) for alt in alt_ids if alt.strip()],
+        sources=id_sources(concept_id),
     )
 
 
@@ -394,14 +403,16 @@ def graph_node_concept(
         return None
     if not label:
         raise MalformedLine(f"{where}.lbl: empty label")
+    concept_id = _prefixed(curie_from_iri(node_id), prefix)
     return Concept(
-        id=_prefixed(curie_from_iri(node_id), prefix),
+        id=concept_id,
         name=label,
         synonyms=synonyms,
         types=[namespace] if namespace else [],
         xrefs=[xref for xref in xrefs if xref],
         alt_ids=[_prefixed(curie_from_iri(alt), prefix) for alt in alt_ids],
         definition=definition,
+        sources=id_sources(concept_id),
     )
 
 

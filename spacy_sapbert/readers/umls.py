@@ -85,7 +85,8 @@ def _preference(row: ConsoRow) -> int:
 
 
 def concept_from_rows(rows: Sequence[ConsoRow], types: Iterable[str] = (), definition: str = "") -> Concept:
-    """One concept from the (filtered) MRCONSO rows of one CUI: canonical name = preferred name, else first row."""
+    """One concept from the (filtered) MRCONSO rows of one CUI: canonical name = preferred name, else first
+    row; sources = the rows' SABs."""
     canonical = min(rows, key=_preference)  # min() keeps the first of equally ranked rows
     return Concept(
         id=rows[0].cui,
@@ -93,6 +94,7 @@ def concept_from_rows(rows: Sequence[ConsoRow], types: Iterable[str] = (), defin
         synonyms=[row.string for row in rows],
         types=list(types),
         definition=definition,
+        sources=[row.sab for row in rows],
     )
 
 
