@@ -5,7 +5,8 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Iterator, List, Optional
+from collections import Counter
+from typing import Callable, Iterator, List, Optional
 
 import srsly
 import typer
@@ -196,6 +197,7 @@ def convert_command(
     labels: List[str] = typer.Option([], help="Keep only entities of these labels (after mapping); the others are counted and left out."),
     lang: str = typer.Option("en", help="Language of the blank pipeline whose tokenizer makes the Docs (use the same in the pipeline that will run the NER)."),
     report: Optional[Path] = typer.Option(None, help="Also write the per-file counts as JSON here."),
+    kb_ids: Optional[Path] = typer.Option(None, "--kb-ids", help="A pipeline whose sapbert_linker's concepts the gold ids are rewritten to (primary ids; no id for a combination or an unknown id), as spaCy's EntityLinker trains on."),
 ) -> None:
     """PubTator corpora -> a spaCy DocBin for `spacy train`: gold mentions as entities (gold ids as kb_id_).
 
@@ -206,18 +208,23 @@ def convert_command(
 
     from .io import atomic_write, atomic_write_text
     from .ner_corpus import ConversionReport, convert_pubtator, parse_label_map
+    from .spacy_kb import with_kb_gold_ids
 
     mapping = parse_label_map(label_map)
     nlp = spacy.blank(lang)
+    primary_id = _kb_primary_id(kb_ids) if kb_ids else None
     doc_bin = DocBin()
     reports = []
     total = ConversionReport(source="all")
     for corpus in corpora:
         docs, file_report = convert_pubtator(corpus, nlp.make_doc, mapping, labels or None)
+        id_counts: Counter = Counter()
         for doc in docs:
-            doc_bin.add(doc)
+            doc_bin.add(with_kb_gold_ids(doc, primary_id, id_counts) if primary_id else doc)
         typer.echo(file_report.summary(), err=True)
-        reports.append(file_report.to_dict())
+        reports.append({**file_report.to_dict(), **({"kb_ids": dict(id_counts)} if primary_id else {})})
+        if primary_id:
+            typer.echo(f"{corpus.name}: gold ids -> {kb_ids} concepts: " + ", ".join(f"{k} {n:,}" for k, n in sorted(id_counts.items())), err=True)
         total.add(file_report)
     if not sum(total.entities.values()):
         raise SapbertError(f"no entity was kept from {', '.join(map(str, corpora))}; check --labels and --label-map: {total.summary()}")
@@ -225,6 +232,21 @@ def convert_command(
     if report:
         atomic_write_text(report, srsly.json_dumps(reports, indent=2))
     typer.echo(f"{total.documents:,} documents with {sum(total.entities.values()):,} entities written to {output}", err=True)
+
+
+def _kb_primary_id(pipeline: Path) -> Callable[[str], Optional[str]]:
+    """id -> the primary id of its concept in the pipeline's only sapbert_linker, None for an unknown id."""
+    import spacy
+
+    from .pipeline import the_linker
+
+    linker = the_linker(spacy.load(pipeline), None, option="--kb-ids")
+
+    def primary_id(concept_id: str) -> Optional[str]:
+        concept = linker.concept(concept_id)
+        return concept.id if concept is not None else None
+
+    return primary_id
 
 
 @app.command("train-ner", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 import numpy
+from spacy.tokens import Doc
 
 from .abbreviations import expand_abbreviations, find_abbreviations
 from .extras import require
@@ -543,8 +544,30 @@ def score_end_to_end(documents: Sequence[Tuple[Sequence[Entity], Sequence[Entity
     }
 
 
+def gold_mention_doc(nlp, document: Document, label_map: Dict[str, str], wanted: Optional[set] = None) -> Doc:
+    """The Doc of a document whose ents are its gold mentions of the `wanted` types (all when None; labels
+    mapped, no ids; offsets expanded to tokens; of overlapping mentions the longer), to be linked as if a
+    perfect NER had found them."""
+    from spacy.util import filter_spans
+
+    doc = nlp.make_doc(document.text)
+    mentions = [m for m in document.mentions if wanted is None or m.label in wanted]
+    spans = [doc.char_span(m.start, m.end, label=label_map.get(m.label, m.label), alignment_mode="expand") for m in mentions]
+    doc.ents = filter_spans([span for span in spans if span is not None and len(span)])
+    return doc
+
+
+def mention_finders(nlp) -> List[str]:
+    """The pipeline's components that set doc.ents (NER, entity ruler, dictionary matcher)."""
+    return [name for name in nlp.pipe_names if "doc.ents" in nlp.get_pipe_meta(name).assigns]
+
+
 def evaluate_end_to_end(
-    nlp, documents: Sequence[Document], labels: Optional[Iterable[str]] = None, label_map: Optional[Dict[str, str]] = None
+    nlp,
+    documents: Sequence[Document],
+    labels: Optional[Iterable[str]] = None,
+    label_map: Optional[Dict[str, str]] = None,
+    gold_mentions: bool = False,
 ) -> Dict[str, Any]:
     """Run a whole pipeline on raw document texts and score it against the gold mentions (score_end_to_end).
 
@@ -552,6 +575,8 @@ def evaluate_end_to_end(
     that links the entity's label (there may be several); a gold id `A|B` for each of its parts, `-1`
     for none. Gold types are mapped to NER labels with `label_map` (default: ner_corpus's, NCBI-disease's
     types -> Disease), so NER scores compare like with like; `labels` keeps gold mentions of those types.
+    `gold_mentions`: the components that find mentions are left out and the rest of the pipeline (linkers,
+    an entity_linker) links the gold mentions: (span, id) recall is then linking accuracy.
     """
     from .ner_corpus import DEFAULT_LABEL_MAP
     from .pipeline import linker_for_label, require_linkers
@@ -559,8 +584,13 @@ def evaluate_end_to_end(
     linkers = [linker for _, linker in require_linkers(nlp)]
     wanted = set(labels) if labels else None
     mapping = DEFAULT_LABEL_MAP if label_map is None else label_map
+    if gold_mentions:
+        with nlp.select_pipes(disable=mention_finders(nlp)):
+            docs = list(nlp.pipe(gold_mention_doc(nlp, d, mapping, wanted) for d in documents))
+    else:
+        docs = list(nlp.pipe(d.text for d in documents))
     scored = []
-    for document, doc in zip(documents, nlp.pipe(d.text for d in documents)):
+    for document, doc in zip(documents, docs):
         golds = [
             Entity(m.start, m.end, mapping.get(m.label, m.label), frozenset() if is_cuiless(m.gold) else frozenset(gold_ids(m.gold)))
             for m in document.mentions

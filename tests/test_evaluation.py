@@ -187,6 +187,22 @@ def test_end_to_end_precision_recall_f1(tiny_bert):
     assert (scores["ner"]["Disease"]["tp"], scores["ner"]["Disease"]["fp"], scores["ner"]["Disease"]["fn"]) == (2, 1, 1)
 
 
+def test_end_to_end_with_gold_mentions_links_every_gold_and_never_copies_its_id(tiny_bert):
+    from spacy_sapbert.pipeline import build_pipeline
+
+    nlp = build_pipeline(vocabulary(), tiny_bert, label="Disease", linker_config={"device": "cpu"})
+    text = "Hepatoma and nephropathy, not heart failure."
+    gold = [
+        Mention(0, 8, "Hepatoma", "Disease", "OMIM:2"),
+        Mention(13, 24, "nephropathy", "SpecificDisease", "D1"),  # wrong gold on purpose: a copied id would score
+        Mention(26, 29, "not", "Disease", "D5"),  # no matcher would find it; linked all the same
+    ]
+    scores = evaluate_end_to_end(nlp, [Document("1", text, gold)], gold_mentions=True)
+    # "heart failure" is not a gold mention: the matcher did not run, so no false positive
+    assert (scores["tp"], scores["fp"], scores["fn"]) == (1, 2, 2)
+    assert scores["ner"]["Disease"]["f1"] == 1.0
+
+
 def test_end_to_end_resolves_alternative_ids_through_the_linker_of_each_label(tiny_bert):
     import spacy
 

@@ -111,6 +111,27 @@ def test_convert_writes_a_docbin_for_spacy_train_and_reports_per_file(tmp_path):
     assert json.loads(report.read_text())[0]["split_tokens"] == 1
 
 
+def test_convert_with_kb_ids_rewrites_gold_ids_to_the_linkers_concepts(tmp_path, tiny_bert):
+    import spacy
+
+    from spacy_sapbert.kb import Concept
+
+    pipeline = spacy.blank("en")
+    pipeline.add_pipe("sapbert_linker", config={"model": tiny_bert, "device": "cpu"}).initialize(
+        vocabulary=[Concept("MESH:D001943", "Breast Neoplasms", alt_ids=["D001943"]), Concept("D009369", "Neoplasms")]
+    )
+    pipeline.to_disk(tmp_path / "pipe")
+    corpus = tmp_path / "mini.txt"
+    corpus.write_text(PUBTATOR.replace("D001943\n10\t41", "D009369+D001943\n10\t41").replace("BC\tSpecificDisease\tD001943", "BC\tSpecificDisease\tD404|D009369"), encoding="utf8")
+    out, report = tmp_path / "el.spacy", tmp_path / "report.json"
+    result = runner.invoke(app, ["convert", str(corpus), "-o", str(out), "--report", str(report), "--kb-ids", str(tmp_path / "pipe")])
+    assert result.exit_code == 0, result.output
+    docs = list(DocBin().from_disk(out).get_docs(nlp.vocab))
+    # an alternative id -> its primary id; a combination -> no id; "A|B" -> the first part the vocabulary has
+    assert [e.kb_id_ for e in docs[0].ents] == ["MESH:D001943", "", "D009369"]
+    assert json.loads(report.read_text())[0]["kb_ids"] == {"alternative": 1, "combination": 1, "kept": 1}
+
+
 def test_convert_refuses_a_result_without_entities_and_names_bad_lines(tmp_path):
     corpus = tmp_path / "mini.txt"
     corpus.write_text(PUBTATOR, encoding="utf8")

@@ -1,4 +1,5 @@
 """The spaCy project workflow `all` end to end with tiny vars, then the wheel it packages links after install."""
+import json
 import os
 import shutil
 import subprocess
@@ -42,6 +43,7 @@ def tiny_data(root: Path) -> str:
 
 
 def test_project_workflow_all_then_install_the_wheel(tmp_path, tiny_bert, capsys):
+    import spacy
     from weasel.cli.run import project_run
 
     project = tmp_path / "project"
@@ -69,6 +71,13 @@ def test_project_workflow_all_then_install_the_wheel(tmp_path, tiny_bert, capsys
     project_run(project, "all", overrides=overrides)  # nothing changed: every step is skipped
     assert capsys.readouterr().out.count("Skipping") == 12
 
+    # spaCy's EntityLinker on the pipeline's SapBERT candidates
+    project_run(project, "entity-linker", overrides={**overrides, "vars.entity_vector_length": 32, "vars.el_max_steps": 4, "vars.el_eval_frequency": 2})
+    el_pipeline = spacy.load(project / "training" / "entity-linker" / "model-best")
+    assert el_pipeline.pipe_names == ["sentencizer", "sapbert_abbreviations", "ner", "sapbert_linker", "entity_linker"]
+    assert len(el_pipeline.get_pipe("entity_linker").kb) == len(el_pipeline.get_pipe("sapbert_linker").index)
+    assert "nel_micro_f" in json.loads((project / "metrics" / "entity-linker-dev.json").read_text())
+
     [wheel] = list((project / "packages").rglob("*.whl"))
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(tmp_path / "site"), str(wheel)],
                    check=True, capture_output=True)
@@ -93,8 +102,6 @@ def test_project_workflow_all_then_install_the_wheel(tmp_path, tiny_bert, capsys
 
 def test_project_knn_workflow_after_all(tmp_path, tiny_bert):
     """`knn` builds on `all`: DHNS from the SAP model, memory settings tuned on dev, a pipeline with a memory."""
-    import json
-
     import spacy
     from weasel.cli.run import project_run
 
