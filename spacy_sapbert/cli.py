@@ -587,6 +587,29 @@ def add_memory_command(
     typer.echo(f"{added} new memory entries ({len(linker.memory or [])} in all) written to {output}", err=True)
 
 
+@app.command("add-reranker")
+def add_reranker_command(
+    pipeline: Path = typer.Argument(..., help="Saved pipeline with a sapbert_linker."),
+    reranker: Path = typer.Argument(..., help="A re-ranker folder written by train-reranker (its model/)."),
+    output: Path = typer.Option(..., help="Folder to write the pipeline with its re-ranker to (PIPELINE itself with --overwrite)."),
+    rerank_k: Optional[int] = typer.Option(None, help="Candidates re-scored per mention (at most the linker's k; default: all k)."),
+    component: Optional[str] = typer.Option(None, help="The sapbert_linker that gets the re-ranker, when the pipeline has several."),
+    overwrite: bool = typer.Option(False, help=OVERWRITE_HELP),
+) -> None:
+    """Put a cross-encoder re-ranker into a pipeline's linker: its top rerank_k candidates are re-ordered by it."""
+    import spacy
+
+    from .outputs import check_pipeline_output
+    from .pipeline import choose_linker_name, linker_names, save_pipeline
+
+    check_pipeline_output(output, overwrite)
+    component = choose_linker_name(linker_names(spacy.util.load_config(pipeline / "config.cfg")), component)
+    nlp = spacy.load(pipeline, config={"components": {component: {"reranker": str(reranker), "rerank_k": rerank_k}}})
+    nlp.get_pipe(component).set_reranker(reranker)
+    save_pipeline(nlp, output, overwrite=overwrite)
+    typer.echo(f"re-ranker {reranker} added to {component} in {output}", err=True)
+
+
 def _end_to_end(pipeline: Path, corpus: Path, labels: List[str]) -> dict:
     import spacy
 

@@ -300,15 +300,18 @@ def encoder_fingerprint(model, tokenizer) -> str:
     return digest.hexdigest()[:16]
 
 
-def load_pretrained(name: str, local_files_only: bool = False):
-    """(tokenizer, model) from a folder or hub name, with an error that names the offline alternative."""
+def load_pretrained(name: str, local_files_only: bool = False, model_class=None, **model_kwargs):
+    """(tokenizer, model) from a folder or hub name, with an error that names the offline alternative.
+
+    `model_class`: the transformers Auto class to load with (AutoModel by default; the re-ranker uses
+    AutoModelForSequenceClassification), given `model_kwargs`."""
     from transformers import AutoModel, AutoTokenizer
 
     name = resolve_model(name)
     is_folder = os.path.isdir(name)
     try:
         tokenizer = AutoTokenizer.from_pretrained(name, local_files_only=local_files_only or is_folder)
-        model = AutoModel.from_pretrained(name, local_files_only=local_files_only or is_folder)
+        model = (model_class or AutoModel).from_pretrained(name, local_files_only=local_files_only or is_folder, **model_kwargs)
     except (OSError, ValueError) as err:
         if is_folder:
             hint = "the folder must hold a Hugging Face model (config.json, weights, tokenizer files)"

@@ -1,6 +1,7 @@
 """The `sapbert_linker` spaCy component: links doc.ents to concept ids by nearest-neighbour search."""
 from __future__ import annotations
 
+import contextlib
 import difflib
 import itertools
 import os
@@ -31,10 +32,11 @@ from .memory import MemorySettings, MentionMemory
 from .normalizer import Normalizer
 from .preprocess import gold_ids
 from .readers.dictionary import read_spell_check
+from .reranker import Reranker, check_trained_on, rerank_hits
 from .scoring import score_sapbert_links
 from .vector_cache import VectorCache
 
-ENCODER_DIR, INDEX_DIR, MEMORY_DIR, CFG_FILE = "encoder", "index", "memory", "cfg"
+ENCODER_DIR, INDEX_DIR, MEMORY_DIR, RERANKER_DIR, CFG_FILE = "encoder", "index", "memory", "reranker", "cfg"
 DEFAULT_MODEL = "cambridgeltl/SapBERT-from-PubMedBERT-fulltext"
 
 DEFAULT_CONFIG = {
@@ -65,6 +67,8 @@ DEFAULT_CONFIG = {
     "memory_temperature": 1.0,
     "memory_mixture": "published",
     "vector_cache_size": 20000,
+    "reranker": None,
+    "rerank_k": None,
     "scorer": {"@scorers": "spacy-sapbert.linker_scorer.v1"},
 }
 
@@ -157,6 +161,8 @@ def make_sapbert_linker(
     memory_temperature: float,
     memory_mixture: str,
     vector_cache_size: int,
+    reranker: Optional[str],
+    rerank_k: Optional[int],
     scorer: Optional[Callable],
 ) -> "SapbertLinker":
     return SapbertLinker(
@@ -189,6 +195,8 @@ def make_sapbert_linker(
         memory_temperature=memory_temperature,
         memory_mixture=memory_mixture,
         vector_cache_size=vector_cache_size,
+        reranker=reranker,
+        rerank_k=rerank_k,
         scorer=scorer,
     )
 
@@ -237,12 +245,14 @@ class SapbertLinker(Pipe):
         memory_temperature: float = 1.0,
         memory_mixture: str = "published",
         vector_cache_size: int = 20000,
+        reranker: Optional[str] = None,
+        rerank_k: Optional[int] = None,
         scorer: Optional[Callable] = score_sapbert_links,
     ):
         check_config(
             k=k, max_entities_per_mention=max_entities_per_mention, batch_size=batch_size, max_length=max_length,
             pooling=pooling, index_type=index_type, threshold=threshold, normalize=normalize, device=device,
-            vector_cache_size=vector_cache_size, backend=backend, nprobe=nprobe, shortlist=shortlist,
+            vector_cache_size=vector_cache_size, backend=backend, nprobe=nprobe, shortlist=shortlist, rerank_k=rerank_k,
         )
         self.vocab = vocab
         self.name = name
@@ -270,6 +280,9 @@ class SapbertLinker(Pipe):
         self.index: Optional[ConceptIndex] = None
         self.memory: Optional[MentionMemory] = None
         self.vector_cache = VectorCache(vector_cache_size)
+        self.reranker_name = reranker
+        self.rerank_k = rerank_k
+        self.reranker: Optional[Reranker] = None
         install_extensions()
         self._creation = next(_CREATION_ORDER)
         _LIVE_LINKERS.add(self)
@@ -320,6 +333,18 @@ class SapbertLinker(Pipe):
         self.encoder = Encoder(self.model, **self.encoder_options)
         self.memory = None
         self.build_index(concepts, progress=progress, chunk_dir=chunk_dir, chunk_size=chunk_size)
+        if self.reranker_name:
+            self.set_reranker(self.reranker_name)
+
+    def set_reranker(self, model: Optional[Union[str, Path]]) -> None:
+        """Load a re-ranker (a folder of `train-reranker`, or any one-output sequence classifier) into the
+        linker, or remove it (None). A re-ranker trained on another encoder's candidates is refused."""
+        if model is None:
+            self.reranker, self.reranker_name = None, None
+            return
+        reranker = Reranker(model, device=self.encoder_options["device"])
+        check_trained_on(reranker, self._require_encoder().fingerprint, self.normalizer.settings(), self.name)
+        self.reranker, self.reranker_name = reranker, str(model)
 
     def build_index(
         self,
@@ -419,14 +444,22 @@ class SapbertLinker(Pipe):
         distinct = sorted({key for key in keys if is_linkable(key)})
         if not distinct:
             return [[] for _ in texts]
+        concept_hits = [self._above_threshold(hits) for hits in self.ranked(distinct, types)]
+        if self.reranker is not None:
+            concept_hits = rerank_hits(self.reranker, distinct, concept_hits, self.concept, self.normalizer, self.rerank_k or self.k)
+        by_key = {key: hits[: self.max_entities_per_mention] for key, hits in zip(distinct, concept_hits)}
+        return [by_key.get(key, []) for key in keys]
+
+    def ranked(self, keys: Sequence[str], types: Sequence[str] = ()) -> List[List[Candidate]]:
+        """The `k` candidates of each normalized string, best first, before the threshold and the re-ranker:
+        the index's, mixed with the memory's votes while it is active, of the allowed types and sources."""
         allowed = self.allowed_rows(types)
-        concept_hits, neighbours = self.retrieve(distinct, self.memory_settings.memory_k, allowed)
+        concept_hits, neighbours = self.retrieve(keys, self.memory_settings.memory_k, allowed)
         if neighbours is not None:
             concept_hits = [self.memory_settings.mix(hits, votes) for hits, votes in zip(concept_hits, neighbours)]
             if allowed is not None:  # the "union" mixture adds the memory's ids: keep the allowed ones
                 concept_hits = [[hit for hit in hits if self._is_allowed(hit[0], allowed)] for hits in concept_hits]
-        by_key = {key: self._filter(hits) for key, hits in zip(distinct, concept_hits)}
-        return [by_key.get(key, []) for key in keys]
+        return concept_hits
 
     def allowed_rows(self, types: Sequence[str] = ()) -> Optional[numpy.ndarray]:
         """A boolean per concept row of the index: True for a concept of one of `types` (when given) and of
@@ -457,8 +490,8 @@ class SapbertLinker(Pipe):
         """True when searches consult the mention memory: `use_memory` is on and the memory has entries."""
         return self.use_memory and self.memory is not None and len(self.memory) > 0
 
-    def _filter(self, hits: List[Candidate]) -> List[Candidate]:
-        return [(cid, score) for cid, score in hits if score >= self.threshold][: self.max_entities_per_mention]
+    def _above_threshold(self, hits: List[Candidate]) -> List[Candidate]:
+        return [(cid, score) for cid, score in hits if score >= self.threshold]
 
     def set_annotations(self, docs: Sequence[Doc], candidates: List[List[List[Candidate]]]) -> None:
         """Write the best id to `span.kb_id_` and the ranked candidates to `span._.kb_ents`."""
@@ -551,6 +584,8 @@ class SapbertLinker(Pipe):
             serializers[INDEX_DIR] = lambda p: self.index.to_disk(p)
         if self.memory is not None and len(self.memory):
             serializers[MEMORY_DIR] = lambda p: self.memory.to_disk(p)
+        if self.reranker is not None:
+            serializers[RERANKER_DIR] = lambda p: self.reranker.save(p)
         spacy.util.to_disk(path, serializers, exclude)
 
     def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "SapbertLinker":
@@ -568,16 +603,21 @@ class SapbertLinker(Pipe):
             self.memory = MentionMemory.from_disk(path / MEMORY_DIR) if (path / MEMORY_DIR).exists() else None
         self._check_dimensions(str(path))
         self._check_loaded_settings(str(path))
+        if RERANKER_DIR not in exclude and (path / RERANKER_DIR).is_dir():
+            self._load_reranker(path / RERANKER_DIR, str(path))
         return self
+
+    def _load_reranker(self, folder: Path, where: str) -> None:
+        reranker = Reranker(folder, device=self.encoder_options["device"], local_files_only=True)
+        check_trained_on(reranker, self._require_encoder().fingerprint, self.normalizer.settings(), where)
+        self.reranker = reranker
 
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
         msg: Dict[str, bytes] = {CFG_FILE: srsly.json_dumps(self._cfg()).encode("utf8")}
         if self.encoder is not None and ENCODER_DIR not in exclude:
-            with tempfile.TemporaryDirectory() as tmp:
-                self.encoder.save(tmp)
-                msg[ENCODER_DIR] = srsly.msgpack_dumps(
-                    {p.name: p.read_bytes() for p in Path(tmp).iterdir() if p.is_file()}
-                )
+            msg[ENCODER_DIR] = folder_bytes(self.encoder.save)
+        if self.reranker is not None and RERANKER_DIR not in exclude:
+            msg[RERANKER_DIR] = folder_bytes(self.reranker.save)
         if self.index is not None and INDEX_DIR not in exclude:
             msg[INDEX_DIR] = self.index.to_bytes()
         if self.memory is not None and len(self.memory) and MEMORY_DIR not in exclude:
@@ -587,19 +627,17 @@ class SapbertLinker(Pipe):
     def from_bytes(self, data: bytes, *, exclude: Iterable[str] = tuple()) -> "SapbertLinker":
         msg = srsly.msgpack_loads(data)
         if ENCODER_DIR in msg and ENCODER_DIR not in exclude:
-            tmp = Path(tempfile.mkdtemp(prefix="sapbert-encoder-"))
-            try:
-                for name, content in srsly.msgpack_loads(msg[ENCODER_DIR]).items():
-                    (tmp / name).write_bytes(content)
-                self.encoder = Encoder(tmp, local_files_only=True, **self.encoder_options)
-            finally:
-                shutil.rmtree(tmp, ignore_errors=True)
+            with bytes_folder(msg[ENCODER_DIR]) as folder:
+                self.encoder = Encoder(folder, local_files_only=True, **self.encoder_options)
         if INDEX_DIR in msg and INDEX_DIR not in exclude:
             self.index = ConceptIndex.from_bytes(msg[INDEX_DIR])
         if MEMORY_DIR not in exclude:
             self.memory = MentionMemory.from_bytes(msg[MEMORY_DIR]) if MEMORY_DIR in msg else None
         self._check_dimensions("bytes")
         self._check_loaded_settings("bytes")
+        if RERANKER_DIR in msg and RERANKER_DIR not in exclude:
+            with bytes_folder(msg[RERANKER_DIR]) as folder:
+                self._load_reranker(folder, "bytes")
         return self
 
     def vector_settings(self) -> Dict[str, Any]:
@@ -686,6 +724,25 @@ class SapbertLinker(Pipe):
                 )
 
 
+def folder_bytes(save: Callable[[Path], None]) -> bytes:
+    """The files that `save(folder)` writes, as one msgpack blob (a Hugging Face model in to_bytes)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        save(Path(tmp))
+        return srsly.msgpack_dumps({p.name: p.read_bytes() for p in Path(tmp).iterdir() if p.is_file()})
+
+
+@contextlib.contextmanager
+def bytes_folder(data: bytes) -> Iterator[Path]:
+    """A temporary folder holding the files of a `folder_bytes` blob, removed after use."""
+    tmp = Path(tempfile.mkdtemp(prefix="sapbert-model-"))
+    try:
+        for name, content in srsly.msgpack_loads(data).items():
+            (tmp / name).write_bytes(content)
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def is_linkable(text: str) -> bool:
     """False for a query without any letter or digit (only whitespace or punctuation): it names nothing."""
     return any(char.isalnum() for char in text)
@@ -706,12 +763,15 @@ def check_config(
     backend: str,
     nprobe: int = DEFAULT_NPROBE,
     shortlist: int = DEFAULT_SHORTLIST,
+    rerank_k: Optional[int] = None,
 ) -> None:
     """Refuse at `add_pipe` (not later, at `initialize`) the config values that can never work, naming the key."""
     for key, value in (("k", k), ("max_entities_per_mention", max_entities_per_mention), ("batch_size", batch_size),
-                       ("nprobe", nprobe), ("shortlist", shortlist)):
+                       ("nprobe", nprobe), ("shortlist", shortlist), ("rerank_k", k if rerank_k is None else rerank_k)):
         if value < 1:
             raise SapbertError(f"sapbert_linker config key `{key}` must be at least 1, got {value}")
+    if rerank_k is not None and rerank_k > k:
+        raise SapbertError(f"sapbert_linker config key `rerank_k` ({rerank_k}) is larger than `k` ({k}): the re-ranker can only re-order the k candidates")
     if backend not in BACKENDS:
         raise SapbertError(f"sapbert_linker config key `backend` is {backend!r}; choose one of {list(BACKENDS)}")
     if vector_cache_size < 0:

@@ -1,4 +1,5 @@
-"""Command-line commands of training: ``extract``, ``pairs``, ``train`` (SAP) and ``train-dhns`` (kNN-BioEL).
+"""Command-line commands of training: ``extract``, ``pairs``, ``train`` (SAP), ``train-dhns`` (kNN-BioEL) and
+``train-reranker`` (the cross-encoder re-ranker).
 
 ``register(app)`` adds them to a typer app (the package's CLI calls it)::
 
@@ -17,7 +18,7 @@ import typer
 from ..errors import SapbertError
 from .options import config_command
 
-__all__ = ["extract_command", "pairs_command", "register", "train_command", "train_dhns_command"]
+__all__ = ["extract_command", "pairs_command", "register", "train_command", "train_dhns_command", "train_reranker_command"]
 
 
 def _split(value: Optional[str]) -> Optional[List[str]]:
@@ -180,6 +181,15 @@ def run_train_dhns(config, resume: bool, overwrite: bool) -> None:
     typer.echo(f"model written to {model_dir}", err=True)
 
 
+def run_train_reranker(config, resume: bool, overwrite: bool) -> None:
+    """Train a cross-encoder re-ranker on the candidates of a saved pipeline's linker for annotated mentions."""
+    from .reranker import train_reranker
+
+    _claim_run_output(Path(config.output), resume, overwrite)
+    model_dir = train_reranker(config, resume=resume)
+    typer.echo(f"re-ranker written to {model_dir}; add it with: add-reranker PIPELINE {model_dir} --output OUT", err=True)
+
+
 def train_command() -> Callable[..., None]:
     """The `train` command: one option per TrainConfig setting, plus --resume and --overwrite."""
     from .trainer import TrainConfig
@@ -194,9 +204,17 @@ def train_dhns_command() -> Callable[..., None]:
     return config_command(DhnsConfig, run_train_dhns, overrides={"pooling": POOLING_OPTION}, extra=RUN_OPTIONS)
 
 
+def train_reranker_command() -> Callable[..., None]:
+    """The `train-reranker` command: one option per RerankerConfig setting, plus --resume and --overwrite."""
+    from .reranker import RerankerConfig
+
+    return config_command(RerankerConfig, run_train_reranker, extra=RUN_OPTIONS)
+
+
 def register(app: typer.Typer) -> None:
-    """Add the extract, pairs, train and train-dhns commands to `app`."""
+    """Add the extract, pairs, train, train-dhns and train-reranker commands to `app`."""
     app.command("extract")(extract_command)
     app.command("pairs")(pairs_command)
     app.command("train")(train_command())
     app.command("train-dhns")(train_dhns_command())
+    app.command("train-reranker")(train_reranker_command())

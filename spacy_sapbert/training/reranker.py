@@ -1,0 +1,199 @@
+"""Training the cross-encoder re-ranker (`train-reranker`) on the candidates a saved pipeline's linker gives.
+
+Each distinct (mention, gold concept) of the annotated corpora becomes one group: the gold concept
+first, then the linker's other top candidates (`candidates` in all), as `sapbert_linker` would hand
+them to the re-ranker in the pipeline (same index, normalizer, filters and memory). The gold concept is
+put in even when the linker missed it, so every group has its positive; its hard negatives are the
+concepts the bi-encoder ranked nearest. The loss is the cross-entropy of the gold candidate among its
+group (softmax over the group's logits). Mentions whose gold concept is not in the vocabulary, and
+combinations "A+B", are counted and left out, never used as negatives.
+
+Output folder: ``model/`` (the re-ranker: Hugging Face folder + reranker.json, recording the linker's
+encoder fingerprint and normalizer), ``train_log.jsonl``, ``loss.png``, ``reranker_config.json``,
+``checkpoints/last`` (after every epoch; ``resume`` continues from it).
+"""
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import torch
+
+from ..errors import SapbertError
+from ..extras import require
+from ..preprocess import gold_ids, is_cuiless
+from ..reranker import candidate_text, pair_logits, write_meta
+from .checkpoints import require_at_least_one
+from .loop import TrainingRun
+from .options import setting
+
+__all__ = ["Group", "RerankerConfig", "mine_groups", "train_reranker"]
+
+CONFIG_FILE = "reranker_config.json"
+
+
+@dataclass
+class RerankerConfig:
+    """Settings of a re-ranker training run; each field's help is its `train-reranker` option's."""
+
+    model: str = setting(help="Model to start from: a Hugging Face folder or hub name (e.g. the pipeline's encoder).")
+    pipeline: str = setting(help="Saved pipeline whose sapbert_linker gives the candidates (the pipeline the re-ranker will join).")
+    output: str = setting(help="Output folder: model/, checkpoints/last/, train_log.jsonl, loss.png.")
+    corpora: List[str] = setting(help="Annotated PubTator training corpora (e.g. NCBItrainset_corpus.txt).", argument=True)
+    component: Optional[str] = setting(None, help="The sapbert_linker of the pipeline, when it has several.")
+    labels: List[str] = setting([], help="Only mentions with these corpus labels.", flags=("--label",))
+    candidates: int = setting(10, help="Candidates per mention (the gold one included); use the pipeline's rerank_k.")
+    max_length: int = setting(64, help="Word pieces per (mention, candidate) pair.")
+    max_names: int = setting(4, help="Names of a candidate in its text: canonical name, then the synonyms most like the mention.")
+    batch_size: int = setting(8, help="Mentions (groups of candidates) per step.")
+    lr: float = setting(2e-5, help="AdamW learning rate.")
+    weight_decay: float = setting(0.01, help="AdamW weight decay.")
+    epochs: int = setting(2, help="Passes over the groups.")
+    seed: int = setting(42, help="Seed of the data order, the new head and dropout.")
+    log_every: int = setting(10, help="Append to train_log.jsonl every N steps.")
+    device: str = setting("auto", help="auto (CUDA when present), cpu or cuda[:N].")
+    amp: bool = setting(True, help="Mixed precision (CUDA only).")
+    progress: bool = setting(True, help="Show progress bars.")
+
+    def validate(self) -> None:
+        require_at_least_one(self, ("batch_size", "epochs", "log_every", "max_names"))
+        if self.candidates < 2:
+            raise SapbertError(f"training setting candidates={self.candidates} must be at least 2 (the gold one and a negative)")
+        if self.lr <= 0:
+            raise SapbertError("training setting lr must be > 0")
+        if not self.corpora:
+            raise SapbertError("training setting corpora needs at least one file")
+
+
+@dataclass
+class Group:
+    """One training mention: its query text and its candidates' texts, the gold candidate first."""
+
+    query: str
+    texts: List[str]
+    gold_in_candidates: bool
+
+
+def gold_concept(gold: str, concept_of) -> Tuple[Optional[str], str]:
+    """(primary id of the gold, outcome): the first part of "A|B" the vocabulary has; None with the reason otherwise."""
+    if is_cuiless(gold):
+        return None, "no_concept"
+    if "+" in gold:
+        return None, "combination"
+    for part in sorted(gold_ids(gold), key=gold.find):
+        concept = concept_of(part)
+        if concept is not None:
+            return concept.id, "kept"
+    return None, "not_in_vocabulary"
+
+
+def mine_groups(linker, mentions: List[Tuple[str, str]], candidates: int, max_names: int) -> Tuple[List[Group], Dict[str, int]]:
+    """Groups of the distinct (query, gold) `mentions` (raw text, raw gold id) and counts of what happened:
+    kept, combination, no_concept, not_in_vocabulary, gold_missed (kept, with the gold put in)."""
+    counts = {"kept": 0, "combination": 0, "no_concept": 0, "not_in_vocabulary": 0, "gold_missed": 0}
+    wanted: Dict[Tuple[str, str], None] = {}
+    for text, gold in mentions:
+        concept_id, outcome = gold_concept(gold, linker.concept)
+        counts[outcome] += 1
+        if concept_id is not None:
+            wanted.setdefault((linker.normalizer.query(text), concept_id), None)
+    pairs = list(wanted)
+    hits_by_query = dict(zip(sorted({q for q, _ in pairs}), linker.ranked(sorted({q for q, _ in pairs}))))
+    groups = []
+    for query, concept_id in pairs:
+        others = [cid for cid, _ in hits_by_query[query] if cid != concept_id][: candidates - 1]
+        found = any(cid == concept_id for cid, _ in hits_by_query[query][:candidates])
+        counts["gold_missed"] += 0 if found else 1
+        texts = [candidate_text(query, linker.concept(cid), linker.normalizer, max_names) for cid in [concept_id, *others]]
+        groups.append(Group(query, texts, found))
+    counts["groups"] = len(groups)
+    return groups, counts
+
+
+class RerankerRun(TrainingRun):
+    """A TrainingRun whose model is a one-output sequence classifier, saved with reranker.json."""
+
+    trained_on: Dict = {}
+
+    def _load_model(self) -> None:
+        from transformers import AutoModelForSequenceClassification
+
+        from ..encoder import load_pretrained
+
+        self.tokenizer, self.model = load_pretrained(
+            str(self.checkpoint or self.config.model), model_class=AutoModelForSequenceClassification, num_labels=1
+        )
+        self.model.to(self.device)
+        self.model.train()
+        self.net = self.model
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=self.config.lr, weight_decay=self.config.weight_decay)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda step: 1.0)
+
+    def _save_model(self, folder: Path) -> None:
+        from ..encoder import save_pretrained
+
+        save_pretrained(folder, self.model, self.tokenizer)
+        write_meta(Path(folder), self.config.max_length, self.config.max_names, self.trained_on)
+
+
+def group_loss(logits: torch.Tensor, sizes: List[int]) -> torch.Tensor:
+    """Mean over groups of -log softmax(gold) within each group; `logits` is the groups' pairs, flat, gold first."""
+    losses = [torch.logsumexp(part, 0) - part[0] for part in torch.split(logits, sizes)]
+    return torch.stack(losses).mean()
+
+
+def train_reranker(config: RerankerConfig, resume: bool = False) -> Path:
+    """Train a re-ranker for `config.pipeline`'s linker; returns the output model folder."""
+    import spacy
+    from tqdm import tqdm
+
+    from ..pipeline import the_linker
+    from ..readers.corpora import read_pubtator
+
+    config.validate()
+    require("matplotlib")
+    linker = the_linker(spacy.load(config.pipeline), config.component)
+    mentions = [
+        (m.text, m.gold) for path in config.corpora for doc in read_pubtator(path) for m in doc.mentions
+        if not config.labels or m.label in config.labels
+    ]
+    groups, counts = mine_groups(linker, mentions, config.candidates, config.max_names)
+    if not groups:
+        raise SapbertError(f"no training mention has its gold concept in {config.pipeline}'s vocabulary: {counts}")
+    run = RerankerRun.start(config, config_file=CONFIG_FILE, resume=resume)
+    run.trained_on = {"encoder_fingerprint": linker.encoder.fingerprint, "normalizer": linker.normalizer.settings()}
+    run.log({"step": run.state.get("step", 0), "mentions": len(mentions), **counts})
+    step = run.state.get("step", 0)
+    for epoch in range(run.state.get("epoch", 0), config.epochs):
+        generator = torch.Generator().manual_seed(config.seed * 1_000_003 + epoch)
+        order = torch.randperm(len(groups), generator=generator).tolist()
+        batches = [order[i : i + config.batch_size] for i in range(0, len(order), config.batch_size)]
+        window, window_start = [], time.perf_counter()
+        bar = tqdm(batches, desc=f"epoch {epoch + 1}/{config.epochs}", unit="step", disable=not config.progress, file=sys.stderr)
+        for position, rows in enumerate(bar):
+            batch = [groups[i] for i in rows]
+            queries = [g.query for g in batch for _ in g.texts]
+            texts = [t for g in batch for t in g.texts]
+            with run.autocast():
+                logits = pair_logits(run.net, run.tokenizer, queries, texts, config.max_length, run.device)
+            loss = group_loss(logits.float(), [len(g.texts) for g in batch])
+            run.backward(loss)
+            run.update()
+            step += 1
+            window.append((float(loss.detach()), len(rows)))
+            bar.set_postfix(loss=f"{window[-1][0]:.4f}")
+            if step % config.log_every == 0 or position == len(batches) - 1:
+                now = time.perf_counter()
+                run.log({
+                    "step": step, "epoch": epoch,
+                    "loss": round(sum(v for v, _ in window) / len(window), 6),
+                    "mentions_per_s": round(sum(n for _, n in window) / max(now - window_start, 1e-9), 2),
+                    "elapsed": round(run.elapsed(), 3),
+                })
+                window, window_start = [], now
+        bar.close()
+        run.save_checkpoint({"epoch": epoch + 1, "step": step})
+    return run.finish(title="Re-ranker training", ylabel="cross-entropy of the gold candidate")

@@ -1,0 +1,144 @@
+"""The cross-encoder re-ranker: candidate texts, the group loss, training on a linker's candidates, and the linker with it."""
+import json
+import math
+
+import pytest
+import spacy
+import torch
+
+from spacy_sapbert.errors import SapbertError
+from spacy_sapbert.kb import Concept
+from spacy_sapbert.reranker import Reranker, candidate_text, rerank_hits, write_meta
+from spacy_sapbert.training.reranker import RerankerConfig, gold_concept, group_loss, mine_groups, train_reranker
+
+CONCEPTS = [
+    Concept("D1", "Heart failure", ["cardiac failure", "heart decompensation", "HF"]),
+    Concept("D2", "Liver cancer", ["hepatic cancer", "hepatoma", "liver carcinoma"]),
+    Concept("D3", "Kidney disease", ["renal disease", "nephropathy"], alt_ids=["D3-old"]),
+    Concept("D4", "Vitamin deficiency", ["hypovitaminosis"]),
+]
+
+
+def test_candidate_text_puts_the_synonyms_most_like_the_mention_after_the_canonical_name():
+    # "carcinoma" shares 8 trigrams with "liver carcinoma", 2 with "hepatoma", 1 with "hepatic cancer"
+    assert candidate_text("carcinoma", CONCEPTS[1], str.lower, max_names=3) == "liver cancer ; liver carcinoma ; hepatoma"
+    # a tie keeps the vocabulary's order
+    assert candidate_text("hepatic carcinoma", CONCEPTS[1], str.lower, max_names=3) == "liver cancer ; hepatic cancer ; liver carcinoma"
+    assert candidate_text("x", CONCEPTS[3], str.lower, max_names=4) == "vitamin deficiency ; hypovitaminosis"
+    assert candidate_text("x", CONCEPTS[0], str.lower, max_names=1) == "heart failure"
+
+
+def test_group_loss_is_the_cross_entropy_of_the_first_candidate_of_each_group():
+    logits = torch.tensor([2.0, 0.0, 1.0, -1.0, 3.0])  # groups of 3 and 2, gold first
+    expected = ((math.log(math.exp(2) + 1 + math.e) - 2) + (math.log(math.exp(-1) + math.exp(3)) + 1)) / 2
+    assert float(group_loss(logits, [3, 2])) == pytest.approx(expected, rel=1e-6)
+
+
+def concept_of(concept_id):
+    return {i: c for c in CONCEPTS for i in c.all_ids}.get(concept_id)
+
+
+@pytest.mark.parametrize(
+    "gold, expected",
+    [("D3-old", ("D3", "kept")), ("D9|D2", ("D2", "kept")), ("D1+D2", (None, "combination")), ("-1", (None, "no_concept")), ("D9", (None, "not_in_vocabulary"))],
+)
+def test_gold_concept(gold, expected):
+    assert gold_concept(gold, concept_of) == expected
+
+
+@pytest.fixture
+def cross_encoder(tiny_bert):
+    return Reranker(tiny_bert, device="cpu", max_length=32)
+
+
+def test_rerank_hits_reorders_the_first_k_by_the_cross_encoder(cross_encoder):
+    hits = [[("D1", 0.9), ("D2", 0.8), ("D3", 0.7), ("D4", 0.6)]]
+    [reranked] = rerank_hits(cross_encoder, ["hepatoma"], hits, concept_of, str.lower, k=3)
+    assert {cid for cid, _ in reranked} == {"D1", "D2", "D3"}  # D4 was beyond k
+    texts = [candidate_text("hepatoma", concept_of(cid), str.lower, cross_encoder.max_names) for cid, _ in reranked]
+    expected = 1 / (1 + torch.exp(-torch.tensor(cross_encoder.score([("hepatoma", t) for t in texts]))))
+    assert [score for _, score in reranked] == pytest.approx(expected.tolist(), abs=1e-6)
+    assert [score for _, score in reranked] == sorted((score for _, score in reranked), reverse=True)
+
+
+def pubtator(tmp_path):
+    corpus = tmp_path / "train.txt"
+    lines = []
+    for pmid, (text, gold) in enumerate([("hepatoma", "D2"), ("renal disease", "D3-old"), ("cardiac failure", "D1"),
+                                         ("hypovitaminosis", "D4"), ("liver carcinoma", "D2"), ("nephropathy", "D3"),
+                                         ("heart decompensation", "D1|D9"), ("hepatoma", "D2+D1"), ("fever", "D77")]):
+        lines += [f"{pmid}|t|{text}", f"{pmid}|a|", f"{pmid}\t0\t{len(text)}\t{text}\tDisease\t{gold}", ""]
+    corpus.write_text("\n".join(lines) + "\n", encoding="utf8")
+    return corpus
+
+
+@pytest.fixture
+def linker_pipeline(tmp_path, tiny_bert):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sapbert_linker", config={"model": tiny_bert, "device": "cpu", "k": 4}).initialize(vocabulary=CONCEPTS)
+    nlp.to_disk(tmp_path / "pipe")
+    return tmp_path / "pipe"
+
+
+def test_mine_groups_puts_the_gold_first_and_counts_what_it_left_out(linker_pipeline, tmp_path):
+    from spacy_sapbert.readers.corpora import read_pubtator
+
+    linker = spacy.load(linker_pipeline).get_pipe("sapbert_linker")
+    mentions = [(m.text, m.gold) for d in read_pubtator(pubtator(tmp_path)) for m in d.mentions]
+    groups, counts = mine_groups(linker, mentions, candidates=3, max_names=2)
+    assert counts["kept"] == 7 and counts["combination"] == 1 and counts["not_in_vocabulary"] == 1 and counts["groups"] == 7
+    by_query = {g.query: g for g in groups}
+    assert by_query["renal disease"].texts[0] == "kidney disease ; renal disease"  # the alternative id's concept, first
+    assert all(len(g.texts) == 3 and len(set(g.texts)) == 3 for g in groups)
+
+
+QUERIES = ["hepatoma", "renal disease", "cardiac failure", "hypovitaminosis", "liver carcinoma", "nephropathy", "heart decompensation"]
+GOLDS = ["D2", "D3", "D1", "D4", "D2", "D3", "D1"]
+
+
+def gold_first(linker) -> int:
+    return sum(hits[0][0] == gold for hits, gold in zip(linker.search_texts(QUERIES), GOLDS))
+
+
+def test_train_reranker_learns_the_training_mentions_then_joins_the_pipeline(linker_pipeline, tmp_path, tiny_bert):
+    from typer.testing import CliRunner
+
+    from spacy_sapbert.cli import app
+
+    linker = spacy.load(linker_pipeline).get_pipe("sapbert_linker")
+    torch.manual_seed(0)
+    linker.set_reranker(tiny_bert)  # the same model with a new, untrained head
+    untrained = gold_first(linker)
+    config = RerankerConfig(model=tiny_bert, pipeline=str(linker_pipeline), output=str(tmp_path / "run"), corpora=[str(pubtator(tmp_path))],
+                            candidates=4, max_length=32, batch_size=7, lr=2e-3, epochs=100, log_every=5, device="cpu", progress=False)
+    model_dir = train_reranker(config)
+    log = [json.loads(line) for line in (tmp_path / "run" / "train_log.jsonl").read_text().splitlines()]
+    assert log[0]["groups"] == 7 and log[0]["combination"] == 1 and log[0]["not_in_vocabulary"] == 1
+    losses = [entry["loss"] for entry in log if "loss" in entry]
+    assert sum(losses[-5:]) / 5 < 0.6 * losses[0]  # from ln(4): the gold candidate's share grew
+    meta = json.loads((model_dir / "reranker.json").read_text())
+    assert meta["trained_on"]["encoder_fingerprint"] == linker.encoder.fingerprint and meta["max_length"] == 32
+    assert (tmp_path / "run" / "loss.png").exists() and (model_dir / "README.md").exists()
+
+    result = CliRunner().invoke(app, ["add-reranker", str(linker_pipeline), str(model_dir), "--output", str(tmp_path / "with"), "--rerank-k", "4"])
+    assert result.exit_code == 0, result.output
+    reranking = spacy.load(tmp_path / "with").get_pipe("sapbert_linker")
+    assert reranking.reranker is not None and reranking.rerank_k == 4
+    assert gold_first(reranking) > untrained  # the trained re-ranker decides the order, and learned some of it
+    assert all(0.0 <= score <= 1.0 for hits in reranking.search_texts(QUERIES) for _, score in hits)
+    from_bytes = spacy.blank("en").add_pipe("sapbert_linker", config={"model": tiny_bert, "device": "cpu", "k": 4})
+    from_bytes.from_bytes(reranking.to_bytes())
+    assert from_bytes.search_texts(QUERIES) == reranking.search_texts(QUERIES)
+
+
+def test_a_reranker_of_another_encoder_is_refused_and_rerank_k_above_k_is_a_config_error(linker_pipeline, tmp_path, tiny_bert):
+    cross_encoder = Reranker(tiny_bert, device="cpu")
+    cross_encoder.save(tmp_path / "rr", trained_on={"encoder_fingerprint": "0123456789abcdef", "normalizer": {}})
+    linker = spacy.load(linker_pipeline).get_pipe("sapbert_linker")
+    with pytest.raises(SapbertError, match="trained on the candidates of encoder 0123456789abcdef"):
+        linker.set_reranker(tmp_path / "rr")
+    write_meta(tmp_path / "rr", 32, 4, {"encoder_fingerprint": linker.encoder.fingerprint, "normalizer": {"lowercase": False}})
+    with pytest.raises(SapbertError, match="normalized otherwise"):
+        linker.set_reranker(tmp_path / "rr")
+    with pytest.raises(SapbertError, match=r"`rerank_k` \(11\) is larger than `k` \(10\)"):
+        spacy.blank("en").add_pipe("sapbert_linker", config={"model": tiny_bert, "rerank_k": 11})
