@@ -23,7 +23,6 @@ step; per epoch how often the gold concept's name was the nearest name), ``loss.
 from __future__ import annotations
 
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -40,7 +39,7 @@ from ..index import name_table
 from ..kb import Concept
 from ..normalizer import Normalizer
 from .checkpoints import require_at_least_one
-from .loop import TrainingRun
+from .loop import LossWindow, TrainingRun
 from .options import setting
 
 __all__ = ["DhnsConfig", "MinedExample", "info_nce_loss", "load_examples", "mine_examples", "train_dhns"]
@@ -273,7 +272,7 @@ def train_dhns(config: DhnsConfig, resume: bool = False) -> Path:
         generator = torch.Generator().manual_seed(config.seed * 1_000_003 + epoch)
         order = torch.randperm(len(mined), generator=generator).tolist()
         batches = [order[i : i + config.batch_size] for i in range(0, len(order), config.batch_size)]
-        window, window_start = [], time.perf_counter()
+        window = LossWindow()
         bar = tqdm(batches, desc=f"epoch {epoch + 1}/{config.epochs}", unit="step", disable=not config.progress, file=sys.stderr)
         for position, rows in enumerate(bar):
             batch = [mined[i] for i in rows]
@@ -283,18 +282,10 @@ def train_dhns(config: DhnsConfig, resume: bool = False) -> Path:
             run.backward(loss)
             run.update()
             step += 1
-            window.append((float(loss.detach()), len(rows)))
-            bar.set_postfix(loss=f"{window[-1][0]:.4f}")
+            window.add(float(loss.detach()), len(rows))
+            bar.set_postfix(loss=f"{window.losses[-1]:.4f}")
             if step % config.log_every == 0 or position == len(batches) - 1:
-                now = time.perf_counter()
-                run.log({
-                    "step": step,
-                    "epoch": epoch,
-                    "loss": round(sum(v for v, _ in window) / len(window), 6),
-                    "mentions_per_s": round(sum(n for _, n in window) / max(now - window_start, 1e-9), 2),
-                    "elapsed": round(run.elapsed(), 3),
-                })
-                window, window_start = [], now
+                run.log(window.entry(step, epoch, run.elapsed()))
         bar.close()
         run.save_checkpoint({"epoch": epoch + 1, "step": step})
     return run.finish(title="DHNS fine-tuning", ylabel="InfoNCE loss")

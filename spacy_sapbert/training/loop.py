@@ -122,6 +122,33 @@ def _freeze_unused(model) -> None:
         pooler.requires_grad_(False)
 
 
+class LossWindow:
+    """The losses of the steps since the last log line and the examples they took, for a log entry
+    (the DHNS and re-ranker trainers log mean loss and mentions per second over such windows)."""
+
+    def __init__(self) -> None:
+        self.losses: List[float] = []
+        self.examples = 0
+        self.started = time.perf_counter()
+
+    def add(self, loss: float, examples: int) -> None:
+        self.losses.append(loss)
+        self.examples += examples
+
+    def entry(self, step: int, epoch: int, elapsed: float) -> Dict[str, Any]:
+        """The log entry of the window (step, epoch, loss, mentions_per_s, elapsed); the window starts again."""
+        now = time.perf_counter()
+        entry = {
+            "step": step,
+            "epoch": epoch,
+            "loss": round(sum(self.losses) / max(len(self.losses), 1), 6),
+            "mentions_per_s": round(self.examples / max(now - self.started, 1e-9), 2),
+            "elapsed": round(elapsed, 3),
+        }
+        self.losses, self.examples, self.started = [], 0, now
+        return entry
+
+
 class TrainingRun:
     """One run in ``config.output``: built by ``start``, which restores everything from the last
     checkpoint when resuming (on CPU a resumed run ends with the weights of an uninterrupted one)."""
