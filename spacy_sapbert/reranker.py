@@ -11,8 +11,13 @@ character-trigram overlap), ``" ; "``-joined, up to `max_names` names: the name 
 usually among them and the pair stays short. Mention and names are normalized by the linker's
 normalizer, as the index stores them.
 
+The re-ranker's logit is added to the bi-encoder's score divided by `bi_temperature` (when set; 0.02
+by default in training), so it learns a correction of the bi-encoder's ranking rather than a ranking
+from nothing: an untrained head leaves the bi-encoder's order, and a few thousand training mentions
+(all a CPU affords) do not have to relearn what the bi-encoder knows. None: the cross-encoder alone.
+
 A re-ranker folder holds the Hugging Face model and tokenizer and ``reranker.json``: how pairs are
-built (`max_length`, `max_names`) and what it was trained on: the fingerprint of the bi-encoder whose
+built (`max_length`, `max_names`), `bi_temperature`, and what it was trained on: the fingerprint of the bi-encoder whose
 candidates it learned to re-order and the normalizer's settings. A pipeline with another encoder or
 normalizer refuses it at load.
 """
@@ -76,6 +81,7 @@ class Reranker:
         self.meta: Dict[str, Any] = read_meta(Path(self.name)) if Path(self.name).is_dir() else {}
         self.max_length = int(max_length or self.meta.get("max_length", 64))
         self.max_names = int(max_names or self.meta.get("max_names", 4))
+        self.bi_temperature: Optional[float] = self.meta.get("bi_temperature")
         self.batch_size = batch_size
         self.device = resolve_device(device)
         self.tokenizer, self.model = load_pretrained(
@@ -105,11 +111,14 @@ class Reranker:
         """The Hugging Face folder and reranker.json (`trained_on` replaces the recorded one when given)."""
         folder = Path(folder)
         save_pretrained(folder, self.model, self.tokenizer)
-        write_meta(folder, self.max_length, self.max_names, trained_on if trained_on is not None else self.trained_on)
+        write_meta(folder, self.max_length, self.max_names, trained_on if trained_on is not None else self.trained_on, self.bi_temperature)
 
 
-def write_meta(folder: Path, max_length: int, max_names: int, trained_on: Mapping[str, Any]) -> None:
-    meta = {"format_version": FORMAT_VERSION, "max_length": max_length, "max_names": max_names, "trained_on": dict(trained_on)}
+def write_meta(folder: Path, max_length: int, max_names: int, trained_on: Mapping[str, Any], bi_temperature: Optional[float] = None) -> None:
+    meta = {
+        "format_version": FORMAT_VERSION, "max_length": max_length, "max_names": max_names,
+        "bi_temperature": bi_temperature, "trained_on": dict(trained_on),
+    }
     atomic_write_text(folder / META_FILE, json.dumps(meta, indent=2) + "\n")
 
 
@@ -142,17 +151,25 @@ def check_trained_on(reranker: Reranker, encoder_fingerprint: str, normalizer: M
         raise SapbertError(f"{where}: the re-ranker {reranker.name} was trained on text normalized otherwise: (trained, here) {mismatched}")
 
 
+def combined_logits(logits, bi_scores, bi_temperature: Optional[float]):
+    """The re-ranker's logits plus the bi-encoder's scores / bi_temperature (the logits alone for None);
+    numpy arrays or torch tensors."""
+    return logits if bi_temperature is None else logits + bi_scores / bi_temperature
+
+
 def rerank_hits(
     reranker: Reranker, queries: Sequence[str], hits: Sequence[List[Tuple[str, float]]], concept_of, normalize, k: int
 ) -> List[List[Tuple[str, float]]]:
-    """Each query's first `k` hits re-ordered by the re-ranker's score (sigmoid of its logit, in [0, 1]);
-    hits below the first `k` are left out. `concept_of(id)` gives the Concept of a hit."""
-    pairs, owners = [], []
+    """Each query's first `k` hits re-ordered by the re-ranker's score (sigmoid of `combined_logits`, in
+    [0, 1]); hits below the first `k` are left out. `concept_of(id)` gives the Concept of a hit."""
+    pairs, owners, bi_scores = [], [], []
     for q, (query, query_hits) in enumerate(zip(queries, hits)):
-        for concept_id, _ in query_hits[:k]:
+        for concept_id, bi_score in query_hits[:k]:
             pairs.append((query, candidate_text(query, concept_of(concept_id), normalize, reranker.max_names)))
             owners.append((q, concept_id))
-    scores = 1.0 / (1.0 + numpy.exp(-reranker.score(pairs))) if pairs else numpy.zeros(0)
+            bi_scores.append(bi_score)
+    logits = combined_logits(reranker.score(pairs), numpy.asarray(bi_scores, dtype="float32"), reranker.bi_temperature)
+    scores = 1.0 / (1.0 + numpy.exp(-logits)) if pairs else numpy.zeros(0)
     result: List[List[Tuple[str, float]]] = [[] for _ in queries]
     for (q, concept_id), score in zip(owners, scores.tolist()):
         result[q].append((concept_id, float(score)))

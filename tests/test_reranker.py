@@ -9,7 +9,7 @@ import torch
 from spacy_sapbert.errors import SapbertError
 from spacy_sapbert.kb import Concept
 from spacy_sapbert.reranker import Reranker, candidate_text, rerank_hits, write_meta
-from spacy_sapbert.training.reranker import RerankerConfig, gold_concept, group_loss, mine_groups, train_reranker
+from spacy_sapbert.training.reranker import RerankerConfig, concept_score, gold_concept, group_loss, mine_groups, train_reranker
 
 CONCEPTS = [
     Concept("D1", "Heart failure", ["cardiac failure", "heart decompensation", "HF"]),
@@ -61,6 +61,18 @@ def test_rerank_hits_reorders_the_first_k_by_the_cross_encoder(cross_encoder):
     assert [score for _, score in reranked] == sorted((score for _, score in reranked), reverse=True)
 
 
+def test_with_bi_temperature_the_linkers_score_joins_the_logit(cross_encoder):
+    hits = [[("D1", 0.9), ("D2", 0.8), ("D3", 0.7)]]
+    texts = [candidate_text("hepatoma", concept_of(cid), str.lower, cross_encoder.max_names) for cid, _ in hits[0]]
+    logits = cross_encoder.score([("hepatoma", t) for t in texts])
+    cross_encoder.bi_temperature = 0.5
+    [reranked] = rerank_hits(cross_encoder, ["hepatoma"], hits, concept_of, str.lower, k=3)
+    expected = {cid: 1 / (1 + math.exp(-(float(logit) + bi / 0.5))) for (cid, bi), logit in zip(hits[0], logits)}
+    assert dict(reranked) == pytest.approx(expected, abs=1e-6)
+    cross_encoder.bi_temperature = 1e-4  # the linker's score dominates: its order stays
+    assert [cid for cid, _ in rerank_hits(cross_encoder, ["hepatoma"], hits, concept_of, str.lower, k=3)[0]] == ["D1", "D2", "D3"]
+
+
 def pubtator(tmp_path):
     corpus = tmp_path / "train.txt"
     lines = []
@@ -89,7 +101,16 @@ def test_mine_groups_puts_the_gold_first_and_counts_what_it_left_out(linker_pipe
     assert counts["kept"] == 7 and counts["combination"] == 1 and counts["not_in_vocabulary"] == 1 and counts["groups"] == 7
     by_query = {g.query: g for g in groups}
     assert by_query["renal disease"].texts[0] == "kidney disease ; renal disease"  # the alternative id's concept, first
-    assert all(len(g.texts) == 3 and len(set(g.texts)) == 3 for g in groups)
+    assert all(len(g.texts) == 3 and len(set(g.texts)) == 3 and len(g.bi_scores) == 3 for g in groups)
+    for group in groups:  # the linker's own scores; the gold one's computed (best name) when the search missed it
+        [hits] = linker.ranked([group.query])
+        assert group.concept_ids[1:] == [cid for cid, _ in hits if cid != group.concept_ids[0]][:2]
+        scores = dict(hits)
+        assert group.bi_scores[1:] == [scores[cid] for cid in group.concept_ids[1:]]
+        assert group.bi_scores[0] == pytest.approx(scores.get(group.concept_ids[0], group.bi_scores[0]), abs=1e-6)
+        assert -1.0 <= group.bi_scores[0] <= 1.0 + 1e-6
+    assert concept_score(linker, "hepatoma", "D2") == pytest.approx(1.0, abs=1e-5)  # one of its names
+    assert concept_score(linker, "hepatoma", "D4") < concept_score(linker, "hepatoma", "D2")
 
 
 QUERIES = ["hepatoma", "renal disease", "cardiac failure", "hypovitaminosis", "liver carcinoma", "nephropathy", "heart decompensation"]
@@ -110,7 +131,8 @@ def test_train_reranker_learns_the_training_mentions_then_joins_the_pipeline(lin
     linker.set_reranker(tiny_bert)  # the same model with a new, untrained head
     untrained = gold_first(linker)
     config = RerankerConfig(model=tiny_bert, pipeline=str(linker_pipeline), output=str(tmp_path / "run"), corpora=[str(pubtator(tmp_path))],
-                            candidates=4, max_length=32, batch_size=7, lr=2e-3, epochs=100, log_every=5, device="cpu", progress=False)
+                            candidates=4, max_length=32, batch_size=7, lr=2e-3, epochs=100, log_every=5, device="cpu", progress=False,
+                            bi_temperature=0)  # the cross-encoder alone: what it learns shows
     model_dir = train_reranker(config)
     log = [json.loads(line) for line in (tmp_path / "run" / "train_log.jsonl").read_text().splitlines()]
     assert log[0]["groups"] == 7 and log[0]["combination"] == 1 and log[0]["not_in_vocabulary"] == 1

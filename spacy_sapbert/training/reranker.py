@@ -24,7 +24,7 @@ import torch
 from ..errors import SapbertError
 from ..extras import require
 from ..preprocess import gold_ids, is_cuiless
-from ..reranker import candidate_text, pair_logits, write_meta
+from ..reranker import candidate_text, combined_logits, pair_logits, write_meta
 from .checkpoints import require_at_least_one
 from .loop import LossWindow, TrainingRun
 from .options import setting
@@ -47,6 +47,9 @@ class RerankerConfig:
     candidates: int = setting(10, help="Candidates per mention (the gold one included); use the pipeline's rerank_k.")
     max_length: int = setting(64, help="Word pieces per (mention, candidate) pair.")
     max_names: int = setting(4, help="Names of a candidate in its text: canonical name, then the synonyms most like the mention.")
+    bi_temperature: Optional[float] = setting(
+        0.02, help="Add the linker's score / this to the re-ranker's logit, in training and in the pipeline (a learned correction); 0: the cross-encoder alone."
+    )
     batch_size: int = setting(8, help="Mentions (groups of candidates) per step.")
     lr: float = setting(2e-5, help="AdamW learning rate.")
     weight_decay: float = setting(0.01, help="AdamW weight decay.")
@@ -61,6 +64,8 @@ class RerankerConfig:
         require_at_least_one(self, ("batch_size", "epochs", "log_every", "max_names"))
         if self.candidates < 2:
             raise SapbertError(f"training setting candidates={self.candidates} must be at least 2 (the gold one and a negative)")
+        if self.bi_temperature is not None and self.bi_temperature < 0:
+            raise SapbertError(f"training setting bi_temperature={self.bi_temperature} must be >= 0 (0: the cross-encoder alone)")
         if self.lr <= 0:
             raise SapbertError("training setting lr must be > 0")
         if not self.corpora:
@@ -69,10 +74,12 @@ class RerankerConfig:
 
 @dataclass
 class Group:
-    """One training mention: its query text and its candidates' texts, the gold candidate first."""
+    """One training mention: its query text and its candidates (ids, texts, the linker's scores), the gold one first."""
 
     query: str
+    concept_ids: List[str]
     texts: List[str]
+    bi_scores: List[float]
     gold_in_candidates: bool
 
 
@@ -103,13 +110,26 @@ def mine_groups(linker, mentions: List[Tuple[str, str]], candidates: int, max_na
     hits_by_query = dict(zip(sorted({q for q, _ in pairs}), linker.ranked(sorted({q for q, _ in pairs}))))
     groups = []
     for query, concept_id in pairs:
+        scores = dict(hits_by_query[query])
         others = [cid for cid, _ in hits_by_query[query] if cid != concept_id][: candidates - 1]
         found = any(cid == concept_id for cid, _ in hits_by_query[query][:candidates])
         counts["gold_missed"] += 0 if found else 1
-        texts = [candidate_text(query, linker.concept(cid), linker.normalizer, max_names) for cid in [concept_id, *others]]
-        groups.append(Group(query, texts, found))
+        gold_score = scores[concept_id] if concept_id in scores else concept_score(linker, query, concept_id)
+        ids = [concept_id, *others]
+        texts = [candidate_text(query, linker.concept(cid), linker.normalizer, max_names) for cid in ids]
+        groups.append(Group(query, ids, texts, [gold_score] + [scores[cid] for cid in others], found))
     counts["groups"] = len(groups)
     return groups, counts
+
+
+def concept_score(linker, query: str, concept_id: str) -> float:
+    """The bi-encoder's score of a concept the search did not return: its best name's cosine with the query."""
+    import numpy
+
+    names = [linker.normalizer(name) for name in linker.concept(concept_id).names]
+    vectors = linker.encoder.encode([query] + names)
+    vectors = vectors / numpy.linalg.norm(vectors, axis=1, keepdims=True)
+    return float((vectors[1:] @ vectors[0]).max())
 
 
 class RerankerRun(TrainingRun):
@@ -135,7 +155,7 @@ class RerankerRun(TrainingRun):
         from ..encoder import save_pretrained
 
         save_pretrained(folder, self.model, self.tokenizer)
-        write_meta(Path(folder), self.config.max_length, self.config.max_names, self.trained_on)
+        write_meta(Path(folder), self.config.max_length, self.config.max_names, self.trained_on, self.config.bi_temperature or None)
 
 
 def group_loss(logits: torch.Tensor, sizes: List[int]) -> torch.Tensor:
@@ -176,9 +196,11 @@ def train_reranker(config: RerankerConfig, resume: bool = False) -> Path:
             batch = [groups[i] for i in rows]
             queries = [g.query for g in batch for _ in g.texts]
             texts = [t for g in batch for t in g.texts]
+            bi_scores = torch.tensor([s for g in batch for s in g.bi_scores], device=run.device)
             with run.autocast():
                 logits = pair_logits(run.net, run.tokenizer, queries, texts, config.max_length, run.device)
-            loss = group_loss(logits.float(), [len(g.texts) for g in batch])
+            logits = combined_logits(logits.float(), bi_scores, config.bi_temperature or None)
+            loss = group_loss(logits, [len(g.texts) for g in batch])
             run.backward(loss)
             run.update()
             step += 1
