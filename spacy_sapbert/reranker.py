@@ -11,8 +11,8 @@ character-trigram overlap), ``" ; "``-joined, up to `max_names` names: the name 
 usually among them and the pair stays short. Mention and names are normalized by the linker's
 normalizer, as the index stores them.
 
-The re-ranker's logit is added to the bi-encoder's score divided by `bi_temperature` (when set; 0.02
-by default in training), so it learns a correction of the bi-encoder's ranking rather than a ranking
+The re-ranker's logit is added to the bi-encoder's score divided by `bi_temperature` (when set; 0.1
+by default in training, chosen on NCBI-disease dev), so it learns a correction of the bi-encoder's ranking rather than a ranking
 from nothing: an untrained head leaves the bi-encoder's order, and a few thousand training mentions
 (all a CPU affords) do not have to relearn what the bi-encoder knows. None: the cross-encoder alone.
 

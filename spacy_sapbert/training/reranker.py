@@ -48,10 +48,10 @@ class RerankerConfig:
     max_length: int = setting(64, help="Word pieces per (mention, candidate) pair.")
     max_names: int = setting(4, help="Names of a candidate in its text: canonical name, then the synonyms most like the mention.")
     bi_temperature: Optional[float] = setting(
-        0.02, help="Add the linker's score / this to the re-ranker's logit, in training and in the pipeline (a learned correction); 0: the cross-encoder alone."
+        0.1, help="Add the linker's score / this to the re-ranker's logit, in training and in the pipeline (a learned correction); 0: the cross-encoder alone."
     )
     batch_size: int = setting(8, help="Mentions (groups of candidates) per step.")
-    lr: float = setting(2e-5, help="AdamW learning rate.")
+    lr: float = setting(5e-5, help="AdamW learning rate.")
     weight_decay: float = setting(0.01, help="AdamW weight decay.")
     epochs: int = setting(2, help="Passes over the groups.")
     seed: int = setting(42, help="Seed of the data order, the new head and dropout.")
