@@ -240,13 +240,7 @@ def _kb_primary_id(pipeline: Path) -> Callable[[str], Optional[str]]:
 
     from .pipeline import the_linker
 
-    linker = the_linker(spacy.load(pipeline), None, option="--kb-ids")
-
-    def primary_id(concept_id: str) -> Optional[str]:
-        concept = linker.concept(concept_id)
-        return concept.id if concept is not None else None
-
-    return primary_id
+    return the_linker(spacy.load(pipeline), None, option="--kb-ids").known_primary_id
 
 
 @app.command("train-ner", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

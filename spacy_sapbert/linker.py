@@ -434,7 +434,8 @@ class SapbertLinker(Pipe):
         return results
 
     def search_texts(self, texts: Sequence[str], types: Sequence[str] = ()) -> List[List[Candidate]]:
-        """Ranked (id, score) candidates for each text, filtered by threshold and cut to max_entities_per_mention.
+        """Ranked (id, score) candidates for each text: those of `ranked` above the threshold, re-ordered by the
+        re-ranker when there is one (its first `rerank_k`, with its scores), cut to max_entities_per_mention.
 
         Texts are normalized by the index's normalizer; each distinct normalized string is encoded once.
         `types`: only concepts with one of these types are candidates (empty: any), still `k` of them; so
@@ -560,8 +561,12 @@ class SapbertLinker(Pipe):
 
     def primary_id(self, concept_id: str) -> str:
         """The primary id of the concept of an id (primary or alternative); an id not in the index as it is."""
+        return self.known_primary_id(concept_id) or concept_id
+
+    def known_primary_id(self, concept_id: str) -> Optional[str]:
+        """The primary id of the concept of an id (primary or alternative); None for an id not in the index."""
         concept = self.concept(concept_id)
-        return concept.id if concept is not None else concept_id
+        return concept.id if concept is not None else None
 
     # scoring --------------------------------------------------------------------------------------
 

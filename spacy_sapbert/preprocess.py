@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import string
-from typing import Dict, List, Mapping, Optional, Set, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Set, Tuple
 
 __all__ = [
     "CUILESS",
@@ -81,6 +81,26 @@ def is_cuiless(gold: str) -> bool:
     """True for a gold without concept ("-1", "-", "CUI-less", "NIL" or empty)."""
     gold = gold.strip()
     return not gold or gold in CUILESS
+
+
+def resolve_gold_id(gold: str, primary_id: Callable[[str], Optional[str]]) -> Tuple[Optional[str], str]:
+    """(the primary id of the concept a raw gold names, what happened), for training data that needs one id.
+
+    The id is the primary id of the first part of the gold that the vocabulary holds ("A|B": either is
+    right, so the first known one); `primary_id` gives None for an id the vocabulary lacks. A combination
+    "A+B" (one mention of two concepts: no single right concept), a gold without concept and a gold of no
+    known id give None, told apart by the second item: "kept", "alternative" (an alternative id,
+    rewritten to the primary one), "combination", "no_concept", "unknown".
+    """
+    if is_cuiless(gold):
+        return None, "no_concept"
+    if "+" in gold:
+        return None, "combination"
+    for part in sorted(gold_ids(gold), key=gold.find):
+        primary = primary_id(part)
+        if primary is not None:
+            return primary, "kept" if primary == part else "alternative"
+    return None, "unknown"
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ entity_linker trains).
 from __future__ import annotations
 
 from collections import Counter
-from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Iterable, Iterator, List, Optional, Sequence
 
 import numpy
 from spacy.kb import Candidate, InMemoryLookupKB, KnowledgeBase
@@ -30,7 +30,7 @@ from spacy.vocab import Vocab
 from .errors import SapbertError
 from .index import ConceptIndex
 from .linker import SapbertLinker, live_linker
-from .preprocess import gold_ids, is_cuiless
+from .preprocess import resolve_gold_id
 
 NAME_CHUNK = 100_000  # name vectors decoded at a time when averaging them per concept
 
@@ -150,33 +150,12 @@ def linker_kb(component: str = "sapbert_linker") -> Callable[[Vocab], KnowledgeB
     return load
 
 
-def kb_gold_id(gold: str, primary_id: Callable[[str], Optional[str]]) -> Tuple[str, str]:
-    """(the KB entity a gold id string names, what happened) for an EntityLinker's training data.
-
-    The entity is the primary id of the first part of the gold that the vocabulary holds ("A|B": either
-    is right, so the first known one); `primary_id` gives None for an id the vocabulary lacks. A
-    combination "A+B" (one mention of two concepts: no single right entity), a gold without concept
-    and a gold of no known id give "" (spaCy's "no link"), counted by the second item: "kept",
-    "alternative" (an alternative id, rewritten to the primary one), "combination", "no_concept",
-    "unknown".
-    """
-    if is_cuiless(gold):
-        return "", "no_concept"
-    if "+" in gold:
-        return "", "combination"
-    for part in sorted(gold_ids(gold), key=gold.find):
-        primary = primary_id(part)
-        if primary is not None:
-            return primary, "kept" if primary == part else "alternative"
-    return "", "unknown"
-
-
 def with_kb_gold_ids(doc: Doc, primary_id: Callable[[str], Optional[str]], counts: Counter) -> Doc:
-    """`doc` with each entity's kb_id_ rewritten by `kb_gold_id` (counted into `counts`)."""
+    """`doc` with each entity's kb_id_ rewritten by `resolve_gold_id` (counted into `counts`; no id: "")."""
     ents = []
     for ent in doc.ents:
-        kb_id, outcome = kb_gold_id(ent.kb_id_, primary_id)
+        kb_id, outcome = resolve_gold_id(ent.kb_id_, primary_id)
         counts[outcome] += 1
-        ents.append(Span(doc, ent.start, ent.end, label=ent.label, kb_id=kb_id))
+        ents.append(Span(doc, ent.start, ent.end, label=ent.label, kb_id=kb_id or ""))
     doc.ents = ents
     return doc

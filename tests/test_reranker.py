@@ -9,7 +9,7 @@ import torch
 from spacy_sapbert.errors import SapbertError
 from spacy_sapbert.kb import Concept
 from spacy_sapbert.reranker import Reranker, candidate_text, rerank_hits, write_meta
-from spacy_sapbert.training.reranker import RerankerConfig, concept_score, gold_concept, group_loss, mine_groups, train_reranker
+from spacy_sapbert.training.reranker import RerankerConfig, concept_score, group_loss, mine_groups, train_reranker
 
 CONCEPTS = [
     Concept("D1", "Heart failure", ["cardiac failure", "heart decompensation", "HF"]),
@@ -36,14 +36,6 @@ def test_group_loss_is_the_cross_entropy_of_the_first_candidate_of_each_group():
 
 def concept_of(concept_id):
     return {i: c for c in CONCEPTS for i in c.all_ids}.get(concept_id)
-
-
-@pytest.mark.parametrize(
-    "gold, expected",
-    [("D3-old", ("D3", "kept")), ("D9|D2", ("D2", "kept")), ("D1+D2", (None, "combination")), ("-1", (None, "no_concept")), ("D9", (None, "not_in_vocabulary"))],
-)
-def test_gold_concept(gold, expected):
-    assert gold_concept(gold, concept_of) == expected
 
 
 @pytest.fixture
@@ -98,7 +90,8 @@ def test_mine_groups_puts_the_gold_first_and_counts_what_it_left_out(linker_pipe
     linker = spacy.load(linker_pipeline).get_pipe("sapbert_linker")
     mentions = [(m.text, m.gold) for d in read_pubtator(pubtator(tmp_path)) for m in d.mentions]
     groups, counts = mine_groups(linker, mentions, candidates=3, max_names=2)
-    assert counts["kept"] == 7 and counts["combination"] == 1 and counts["not_in_vocabulary"] == 1 and counts["groups"] == 7
+    assert counts["kept"] + counts["alternative"] == 7 and counts["alternative"] == 1
+    assert counts["combination"] == 1 and counts["unknown"] == 1 and counts["groups"] == 7
     by_query = {g.query: g for g in groups}
     assert by_query["renal disease"].texts[0] == "kidney disease ; renal disease"  # the alternative id's concept, first
     assert all(len(g.texts) == 3 and len(set(g.texts)) == 3 and len(g.bi_scores) == 3 for g in groups)
@@ -135,7 +128,7 @@ def test_train_reranker_learns_the_training_mentions_then_joins_the_pipeline(lin
                             bi_temperature=0)  # the cross-encoder alone: what it learns shows
     model_dir = train_reranker(config)
     log = [json.loads(line) for line in (tmp_path / "run" / "train_log.jsonl").read_text().splitlines()]
-    assert log[0]["groups"] == 7 and log[0]["combination"] == 1 and log[0]["not_in_vocabulary"] == 1
+    assert log[0]["groups"] == 7 and log[0]["combination"] == 1 and log[0]["unknown"] == 1
     losses = [entry["loss"] for entry in log if "loss" in entry]
     assert sum(losses[-5:]) / 5 < 0.6 * losses[0]  # from ln(4): the gold candidate's share grew
     meta = json.loads((model_dir / "reranker.json").read_text())

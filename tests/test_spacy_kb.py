@@ -9,7 +9,8 @@ from spacy.training import Example
 
 from spacy_sapbert.errors import SapbertError
 from spacy_sapbert.kb import Concept
-from spacy_sapbert.spacy_kb import concept_vectors, kb_gold_id, linker_kb, lookup_kb, with_kb_gold_ids
+from spacy_sapbert.preprocess import resolve_gold_id
+from spacy_sapbert.spacy_kb import concept_vectors, linker_kb, lookup_kb, with_kb_gold_ids
 
 # "cold" names two concepts: only the sentence can tell them apart
 CONCEPTS = [
@@ -89,14 +90,14 @@ def test_a_candidate_generator_names_a_missing_linker(cold_nlp):
         ("C3-old", ("C3", "alternative")),
         ("D9|C2", ("C2", "kept")),  # either is right: the first the vocabulary knows
         ("C2|C1", ("C2", "kept")),
-        ("C1+C2", ("", "combination")),
-        ("-1", ("", "no_concept")),
-        ("D9", ("", "unknown")),
+        ("C1+C2", (None, "combination")),
+        ("-1", (None, "no_concept")),
+        ("D9", (None, "unknown")),
     ],
 )
-def test_kb_gold_id(gold, expected):
+def test_resolve_gold_id(gold, expected):
     known = {concept_id: concept.id for concept in CONCEPTS for concept_id in [concept.id, *concept.alt_ids]}
-    assert kb_gold_id(gold, known.get) == expected
+    assert resolve_gold_id(gold, known.get) == expected
 
 
 def test_with_kb_gold_ids_rewrites_and_counts(cold_nlp):

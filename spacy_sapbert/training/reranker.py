@@ -23,13 +23,13 @@ import torch
 
 from ..errors import SapbertError
 from ..extras import require
-from ..preprocess import gold_ids, is_cuiless
+from ..preprocess import resolve_gold_id
 from ..reranker import candidate_text, combined_logits, pair_logits, write_meta
 from .checkpoints import require_at_least_one
 from .loop import LossWindow, TrainingRun
 from .options import setting
 
-__all__ = ["Group", "RerankerConfig", "mine_groups", "train_reranker"]
+__all__ = ["Group", "RerankerConfig", "concept_score", "group_loss", "mine_groups", "train_reranker"]
 
 CONFIG_FILE = "reranker_config.json"
 
@@ -83,26 +83,13 @@ class Group:
     gold_in_candidates: bool
 
 
-def gold_concept(gold: str, concept_of) -> Tuple[Optional[str], str]:
-    """(primary id of the gold, outcome): the first part of "A|B" the vocabulary has; None with the reason otherwise."""
-    if is_cuiless(gold):
-        return None, "no_concept"
-    if "+" in gold:
-        return None, "combination"
-    for part in sorted(gold_ids(gold), key=gold.find):
-        concept = concept_of(part)
-        if concept is not None:
-            return concept.id, "kept"
-    return None, "not_in_vocabulary"
-
-
 def mine_groups(linker, mentions: List[Tuple[str, str]], candidates: int, max_names: int) -> Tuple[List[Group], Dict[str, int]]:
-    """Groups of the distinct (query, gold) `mentions` (raw text, raw gold id) and counts of what happened:
-    kept, combination, no_concept, not_in_vocabulary, gold_missed (kept, with the gold put in)."""
-    counts = {"kept": 0, "combination": 0, "no_concept": 0, "not_in_vocabulary": 0, "gold_missed": 0}
+    """Groups of the distinct (query, gold) `mentions` (raw text, raw gold id) and counts of what happened
+    to the golds (`resolve_gold_id`'s outcomes) and gold_missed (kept, with the gold put in)."""
+    counts = {"kept": 0, "alternative": 0, "combination": 0, "no_concept": 0, "unknown": 0, "gold_missed": 0}
     wanted: Dict[Tuple[str, str], None] = {}
     for text, gold in mentions:
-        concept_id, outcome = gold_concept(gold, linker.concept)
+        concept_id, outcome = resolve_gold_id(gold, linker.known_primary_id)
         counts[outcome] += 1
         if concept_id is not None:
             wanted.setdefault((linker.normalizer.query(text), concept_id), None)
