@@ -217,8 +217,10 @@ def test_missing_model_is_the_encoder_error(tmp_path):
 # loss and miner
 
 
-def ms_loss_reference(embeddings, triplets, alpha, beta, base):
-    """Multi-similarity loss (Wang et al. 2019) over the miner's pairs, in plain python loops."""
+def ms_loss_reference(embeddings, triplets, alpha, beta, base, neg_base=None):
+    """Multi-similarity loss (Wang et al. 2019) over the miner's pairs, in plain python loops; with
+    `neg_base`, v2's separate margins (`base` for the positives, `neg_base` for the negatives)."""
+    neg_base = base if neg_base is None else neg_base
     vectors = [[float(x) for x in row] for row in embeddings]
     norms = [math.sqrt(sum(x * x for x in v)) for v in vectors]
     n = len(vectors)
@@ -235,7 +237,7 @@ def ms_loss_reference(embeddings, triplets, alpha, beta, base):
         if pos:
             total += 1.0 / alpha * math.log(1 + sum(math.exp(-alpha * (s - base)) for s in pos))
         if neg:
-            total += 1.0 / beta * math.log(1 + sum(math.exp(beta * (s - base)) for s in neg))
+            total += 1.0 / beta * math.log(1 + sum(math.exp(beta * (s - neg_base)) for s in neg))
     return total / n  # mean over every embedding of the batch
 
 
@@ -251,6 +253,35 @@ def test_library_loss_matches_the_loop_reference(distance, alpha, beta, base):
     expected = ms_loss_reference(embeddings, triplets, alpha, beta, base)
     assert float(loss(embeddings, labels, triplets)) == pytest.approx(expected, rel=1e-4)
     assert float(sap_loss(embeddings, labels, miner, loss)) == pytest.approx(expected, rel=1e-4)
+
+
+@pytest.mark.parametrize("pos_margin,neg_margin", [(1.0, 0.5), (0.8, 0.3)])
+def test_ms_v2_matches_the_loop_reference_with_separate_margins(pos_margin, neg_margin):
+    embeddings = torch.randn(16, 8, generator=torch.Generator().manual_seed(7), requires_grad=True)
+    labels = torch.arange(8).repeat(2)
+    miner = make_miner(0.2)
+    loss = make_loss(2, 50, 0.5, kind="ms-v2", pos_margin=pos_margin, neg_margin=neg_margin)
+    triplets = miner(embeddings, labels)
+    expected = ms_loss_reference(embeddings.detach(), triplets, 2, 50, pos_margin, neg_base=neg_margin)
+    value = sap_loss(embeddings, labels, miner, loss)
+    assert float(value) == pytest.approx(expected, rel=1e-4)
+    value.backward()
+    assert embeddings.grad is not None and float(embeddings.grad.abs().sum()) > 0
+
+
+@pytest.mark.parametrize("mined", [True, False])
+def test_ms_v2_with_one_margin_is_the_librarys_loss(mined):
+    embeddings = torch.randn(16, 8, generator=torch.Generator().manual_seed(11))
+    labels = torch.tensor([0, 0, 1, 1, 2, 2, 2, 3, 4, 4, 5, 5, 6, 6, 7, 7])
+    triplets = make_miner(0.2)(embeddings, labels) if mined else None
+    library = make_loss(2, 50, 0.4)
+    v2 = make_loss(2, 50, kind="ms-v2", pos_margin=0.4, neg_margin=0.4)
+    args = (embeddings, labels, triplets) if mined else (embeddings, labels)
+    assert float(v2(*args)) == pytest.approx(float(library(*args)), rel=1e-5)
+    with pytest.raises(ValueError, match="ms-v3"):
+        make_loss(kind="ms-v3")
+    with pytest.raises(SapbertError, match="loss='ms-v3'"):
+        TrainConfig(model="m", output="o", pairs="p", loss="ms-v3").validate()
 
 
 @pytest.mark.parametrize("distance", ["euclidean", "cosine"])

@@ -6,6 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from spacy_sapbert.training.dhns import DhnsConfig
+from spacy_sapbert.training.reranker import RerankerConfig
 from spacy_sapbert.training.trainer import TrainConfig
 
 # a value other than the default for each setting, as typed on the command line and as the config holds it
@@ -13,7 +14,8 @@ TRAIN_VALUES = {
     "model": ("m", "m"), "output": ("OUT", "OUT"), "batch_size": ("7", 7), "lr": ("0.003", 0.003),
     "weight_decay": ("0.5", 0.5), "epochs": ("3", 3), "max_steps": ("11", 11), "grad_accum": ("2", 2),
     "max_length": ("9", 9), "pooling": ("mean", "mean"), "alpha": ("1.5", 1.5), "beta": ("20", 20.0),
-    "base": ("0.25", 0.25), "margin": ("0.3", 0.3), "miner_distance": ("cosine", "cosine"),
+    "base": ("0.25", 0.25), "loss": ("ms-v2", "ms-v2"), "pos_margin": ("0.9", 0.9), "neg_margin": ("0.4", 0.4),
+    "margin": ("0.3", 0.3), "miner_distance": ("cosine", "cosine"),
     "use_miner": (None, False), "warmup_steps": ("5", 5), "encode_chunk": ("13", 13), "seed": ("4", 4),
     "checkpoint_every": ("17", 17), "log_every": ("3", 3), "device": ("cpu", "cpu"), "amp": (None, False),
     "progress": (None, False),
@@ -25,6 +27,13 @@ DHNS_VALUES = {
     "batch_size": ("7", 7), "hard_negatives": ("2", 2), "temperature": ("0.05", 0.05), "lr": ("0.003", 0.003),
     "weight_decay": ("0.5", 0.5), "epochs": ("2", 2), "encode_chunk": ("13", 13), "seed": ("4", 4),
     "log_every": ("3", 3), "device": ("cpu", "cpu"), "amp": (None, False), "progress": (None, False),
+}
+RERANKER_VALUES = {
+    "model": ("m", "m"), "pipeline": ("pipe", "pipe"), "output": ("OUT", "OUT"), "component": ("linker", "linker"),
+    "labels": (["Disease"], ["Disease"]), "candidates": ("6", 6), "max_length": ("40", 40), "max_names": ("3", 3),
+    "bi_temperature": ("0.2", 0.2), "batch_size": ("5", 5), "lr": ("0.003", 0.003), "weight_decay": ("0.5", 0.5),
+    "epochs": ("2", 2), "seed": ("4", 4), "log_every": ("3", 3), "device": ("cpu", "cpu"), "amp": (None, False),
+    "progress": (None, False),
 }
 FLAGS = {"labels": "--label"}
 
@@ -46,6 +55,7 @@ def command_line(values):
 @pytest.mark.parametrize("command, module, function, config_class, values, positional, resume", [
     ("train", "spacy_sapbert.training.trainer", "train", TrainConfig, TRAIN_VALUES, ["pairs.txt"], ["--resume"]),
     ("train-dhns", "spacy_sapbert.training.dhns", "train_dhns", DhnsConfig, DHNS_VALUES, ["a.txt", "b.txt"], []),
+    ("train-reranker", "spacy_sapbert.training.reranker", "train_reranker", RerankerConfig, RERANKER_VALUES, ["a.txt"], ["--resume"]),
 ])
 def test_every_setting_is_an_option_that_reaches_the_config(monkeypatch, tmp_path, command, module, function, config_class, values, positional, resume):
     import importlib

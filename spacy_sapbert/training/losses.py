@@ -32,9 +32,10 @@ import torch
 
 from ..extras import require
 
-__all__ = ["MINER_DISTANCES", "make_loss", "make_miner", "sap_loss"]
+__all__ = ["LOSSES", "MINER_DISTANCES", "make_loss", "make_miner", "multi_similarity_v2", "sap_loss"]
 
 MINER_DISTANCES = ("euclidean", "cosine")
+LOSSES = ("ms", "ms-v2")
 
 
 def make_miner(margin: float = 0.2, type_of_triplets: str = "all", distance: str = "euclidean"):
@@ -51,11 +52,64 @@ def make_miner(margin: float = 0.2, type_of_triplets: str = "all", distance: str
     return miners.TripletMarginMiner(margin=margin, type_of_triplets=type_of_triplets, distance=measure)
 
 
-def make_loss(alpha: float = 2.0, beta: float = 50.0, base: float = 0.5):
-    """pytorch-metric-learning ``MultiSimilarityLoss`` (cosine similarity, mean over the batch)."""
+def make_loss(
+    alpha: float = 2.0, beta: float = 50.0, base: float = 0.5, kind: str = "ms", pos_margin: float = 1.0, neg_margin: float = 0.5
+):
+    """The loss of `kind`: "ms", pytorch-metric-learning's ``MultiSimilarityLoss`` (cosine similarity, one
+    `base`, mean over the batch); "ms-v2", `multi_similarity_v2` with `pos_margin` and `neg_margin`."""
+    if kind == "ms-v2":
+        return lambda embeddings, labels, indices_tuple=None: multi_similarity_v2(
+            embeddings, labels, indices_tuple, alpha=alpha, beta=beta, pos_margin=pos_margin, neg_margin=neg_margin
+        )
+    if kind != "ms":
+        raise ValueError(f"loss {kind!r} is not supported; choose one of {list(LOSSES)}")
     losses = require("pytorch_metric_learning.losses")
 
     return losses.MultiSimilarityLoss(alpha=alpha, beta=beta, base=base)
+
+
+def multi_similarity_v2(
+    embeddings: torch.Tensor,
+    labels: torch.Tensor,
+    indices_tuple: Optional[tuple] = None,
+    *,
+    alpha: float = 2.0,
+    beta: float = 50.0,
+    pos_margin: float = 1.0,
+    neg_margin: float = 0.5,
+) -> torch.Tensor:
+    """The multi-similarity loss with separate margins for positives and negatives (MS loss v2 of the
+    Italian medical-embeddings paper: lambda_p = 1, lambda_n = 0.5), per embedding i::
+
+        1/alpha * log(1 + sum_p exp(-alpha (S_ip - pos_margin))) + 1/beta * log(1 + sum_n exp(beta (S_in - neg_margin)))
+
+    averaged over the batch, on the same pairs as ``MultiSimilarityLoss``: those of the mined triplets
+    `indices_tuple` (anchors, positives, negatives; each distinct pair once), else every pair of the
+    batch. With pos_margin = neg_margin = base it equals pytorch-metric-learning's loss (tested);
+    the library has one base for both, hence this function.
+    """
+    vectors = torch.nn.functional.normalize(embeddings.float(), dim=1)
+    similarity = vectors @ vectors.T
+    n = len(vectors)
+    if indices_tuple is None:
+        same = labels[:, None] == labels[None, :]
+        pos_mask = same & ~torch.eye(n, dtype=torch.bool, device=vectors.device)
+        neg_mask = ~same
+    else:
+        anchors, positives, negatives = indices_tuple
+        pos_mask = torch.zeros(n, n, dtype=torch.bool, device=vectors.device)
+        neg_mask = torch.zeros(n, n, dtype=torch.bool, device=vectors.device)
+        pos_mask[anchors, positives] = True
+        neg_mask[anchors, negatives] = True
+    pos_term = _log_one_plus_sum_exp(-alpha * (similarity - pos_margin), pos_mask) / alpha
+    neg_term = _log_one_plus_sum_exp(beta * (similarity - neg_margin), neg_mask) / beta
+    return (pos_term + neg_term).mean()
+
+
+def _log_one_plus_sum_exp(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """log(1 + sum of exp(values) over each row's masked entries), computed stably (0 for an empty row)."""
+    masked = values.masked_fill(~mask, float("-inf"))
+    return torch.logsumexp(torch.cat([torch.zeros(len(values), 1, dtype=values.dtype, device=values.device), masked], dim=1), dim=1)
 
 
 def sap_loss(embeddings: torch.Tensor, labels: torch.Tensor, miner, loss) -> torch.Tensor:

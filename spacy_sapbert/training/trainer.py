@@ -59,7 +59,7 @@ from ..extras import require
 from .checkpoints import find_checkpoint, plot_loss, require_at_least_one
 from .loop import Distributed, TrainingRun, TrainingWarning, distributed
 from .options import setting
-from .losses import MINER_DISTANCES, make_loss, make_miner, sap_loss
+from .losses import LOSSES, MINER_DISTANCES, make_loss, make_miner, sap_loss
 from .pairs import PairsFile
 
 __all__ = ["TrainConfig", "TrainingWarning", "epoch_order", "find_checkpoint", "plot_loss", "train"]
@@ -68,7 +68,7 @@ CONFIG_FILE = "train_config.json"
 # settings that change the training trajectory: a resumed run with other values is no continuation
 TRAJECTORY_KEYS = (
     "pairs", "batch_size", "lr", "weight_decay", "grad_accum", "max_length", "pooling", "alpha", "beta",
-    "base", "margin", "miner_distance", "use_miner", "warmup_steps", "seed", "encode_chunk",
+    "base", "margin", "miner_distance", "use_miner", "warmup_steps", "seed", "encode_chunk", "loss", "pos_margin", "neg_margin",
 )
 
 
@@ -94,7 +94,10 @@ class TrainConfig:
     pooling: str = setting("cls", help="cls (SapBERT) or mean.")
     alpha: float = setting(2.0, help="Multi-similarity loss alpha (positive pairs).")
     beta: float = setting(50.0, help="Multi-similarity loss beta (negative pairs).")
-    base: float = setting(0.5, help="Multi-similarity loss base.")
+    base: float = setting(0.5, help="Multi-similarity loss base (the margin of positives and negatives, loss ms).")
+    loss: str = setting("ms", help="ms (multi-similarity, one base) or ms-v2 (separate margins --pos-margin and --neg-margin).")
+    pos_margin: float = setting(1.0, help="Margin of the positive pairs (loss ms-v2).")
+    neg_margin: float = setting(0.5, help="Margin of the negative pairs (loss ms-v2).")
     margin: float = setting(0.2, help="Triplet miner margin.")
     miner_distance: str = setting("euclidean", help="Miner distance: euclidean (on unit vectors, as SapBERT) or cosine.")
     use_miner: bool = setting(True, help="Mine hard triplets (--no-use-miner: the loss sees all pairs).")
@@ -116,6 +119,8 @@ class TrainConfig:
             raise SapbertError(f"training setting max_length={self.max_length} must leave room for [CLS] and [SEP]")
         if self.pooling not in POOLINGS:
             raise SapbertError(f"training setting pooling={self.pooling!r}: choose one of {list(POOLINGS)}")
+        if self.loss not in LOSSES:
+            raise SapbertError(f"training setting loss={self.loss!r}: choose one of {list(LOSSES)}")
         if self.miner_distance not in MINER_DISTANCES:
             raise SapbertError(f"training setting miner_distance={self.miner_distance!r}: choose one of {list(MINER_DISTANCES)}")
         if self.lr <= 0 or self.weight_decay < 0 or self.warmup_steps < 0:
@@ -225,7 +230,7 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: Distrib
         if run.checkpoint is not None:
             _check_resume(config, run.state, ctx.world_size, len(pairs))
         miner = make_miner(config.margin, distance=config.miner_distance) if config.use_miner else None
-        loss_fn = make_loss(config.alpha, config.beta, config.base)
+        loss_fn = make_loss(config.alpha, config.beta, config.base, config.loss, config.pos_margin, config.neg_margin)
         global_step = run.state.get("step", 0)
         epoch, step_in_epoch = run.state.get("epoch", 0), run.state.get("step_in_epoch", 0)
 
