@@ -20,6 +20,7 @@ corpus at hand, which must be a dev set.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -545,15 +546,15 @@ def score_end_to_end(documents: Sequence[Tuple[Sequence[Entity], Sequence[Entity
 
 
 def gold_mention_doc(nlp, document: Document, label_map: Dict[str, str], wanted: Optional[set] = None) -> Doc:
-    """The Doc of a document whose ents are its gold mentions of the `wanted` types (all when None; labels
-    mapped, no ids; offsets expanded to tokens; of overlapping mentions the longer), to be linked as if a
-    perfect NER had found them."""
-    from spacy.util import filter_spans
+    """The Doc of a document whose ents are its gold mentions of the `wanted` types (all when None), placed
+    as `document_to_doc` places them, with labels mapped and no ids: linked as if a perfect NER had found them."""
+    from spacy.tokens import Span
 
-    doc = nlp.make_doc(document.text)
+    from .readers.corpora import document_to_doc
+
     mentions = [m for m in document.mentions if wanted is None or m.label in wanted]
-    spans = [doc.char_span(m.start, m.end, label=label_map.get(m.label, m.label), alignment_mode="expand") for m in mentions]
-    doc.ents = filter_spans([span for span in spans if span is not None and len(span)])
+    doc = document_to_doc(nlp, dataclasses.replace(document, mentions=mentions))
+    doc.ents = [Span(doc, ent.start, ent.end, label=label_map.get(ent.label_, ent.label_)) for ent in doc.ents]
     return doc
 
 

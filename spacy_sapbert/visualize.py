@@ -61,11 +61,10 @@ def displacy_doc(doc_json: Dict, title: Optional[str] = None) -> Dict:
     return {"text": doc_json["text"], "ents": ents, "title": title}
 
 
-def render_page(doc_jsons: Iterable[Dict], colors: Optional[Dict[str, str]] = None) -> str:
+def render_page(doc_jsons: Iterable[Dict]) -> str:
     """A standalone HTML page of the linked documents (displaCy's "ent" style)."""
     from spacy import displacy
 
     parsed: List[Dict] = [displacy_doc(doc_json) for doc_json in doc_jsons]
-    options = {"colors": colors} if colors else {}
-    return displacy.render(parsed, style="ent", manual=True, page=True, minify=False, options=options)
+    return displacy.render(parsed, style="ent", manual=True, page=True, minify=False)
 

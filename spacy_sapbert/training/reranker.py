@@ -80,7 +80,6 @@ class Group:
     concept_ids: List[str]
     texts: List[str]
     bi_scores: List[float]
-    gold_in_candidates: bool
 
 
 def mine_groups(linker, mentions: List[Tuple[str, str]], candidates: int, max_names: int) -> Tuple[List[Group], Dict[str, int]]:
@@ -93,18 +92,18 @@ def mine_groups(linker, mentions: List[Tuple[str, str]], candidates: int, max_na
         counts[outcome] += 1
         if concept_id is not None:
             wanted.setdefault((linker.normalizer.query(text), concept_id), None)
-    pairs = list(wanted)
-    hits_by_query = dict(zip(sorted({q for q, _ in pairs}), linker.ranked(sorted({q for q, _ in pairs}))))
+    queries = sorted({query for query, _ in wanted})
+    hits_by_query = dict(zip(queries, linker.ranked(queries)))
     groups = []
-    for query, concept_id in pairs:
-        scores = dict(hits_by_query[query])
-        others = [cid for cid, _ in hits_by_query[query] if cid != concept_id][: candidates - 1]
-        found = any(cid == concept_id for cid, _ in hits_by_query[query][:candidates])
-        counts["gold_missed"] += 0 if found else 1
+    for query, concept_id in wanted:
+        ranked = hits_by_query[query]
+        scores = dict(ranked)
+        others = [cid for cid, _ in ranked if cid != concept_id][: candidates - 1]
+        counts["gold_missed"] += 0 if concept_id in dict(ranked[:candidates]) else 1
         gold_score = scores[concept_id] if concept_id in scores else concept_score(linker, query, concept_id)
         ids = [concept_id, *others]
         texts = [candidate_text(query, linker.concept(cid), linker.normalizer, max_names) for cid in ids]
-        groups.append(Group(query, ids, texts, [gold_score] + [scores[cid] for cid in others], found))
+        groups.append(Group(query, ids, texts, [gold_score] + [scores[cid] for cid in others]))
     counts["groups"] = len(groups)
     return groups, counts
 
