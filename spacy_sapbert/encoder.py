@@ -258,8 +258,15 @@ class Encoder:
 
 def save_pretrained(folder: Union[str, Path], model, tokenizer) -> None:
     """model.save_pretrained and tokenizer.save_pretrained into `folder`, every file with the umask's
-    permissions (transformers writes model.safetensors owner-only, 0600)."""
-    model.save_pretrained(str(folder))
+    permissions (transformers writes model.safetensors owner-only, 0600). A model with bottleneck
+    adapters is written as its base weights plus the adapter files (see `adapters`)."""
+    from .adapters import adapter_settings, base_state_dict, save_adapters
+
+    if adapter_settings(model) is None:
+        model.save_pretrained(str(folder))
+    else:
+        model.save_pretrained(str(folder), state_dict=base_state_dict(model))
+        save_adapters(folder, model)
     tokenizer.save_pretrained(str(folder))
     for path in Path(folder).iterdir():
         give_default_mode(path)
@@ -304,7 +311,8 @@ def load_pretrained(name: str, local_files_only: bool = False, model_class=None,
     """(tokenizer, model) from a folder or hub name, with an error that names the offline alternative.
 
     `model_class`: the transformers Auto class to load with (AutoModel by default; the re-ranker uses
-    AutoModelForSequenceClassification), given `model_kwargs`."""
+    AutoModelForSequenceClassification), given `model_kwargs`. A folder with bottleneck adapters
+    (adapter_config.json) gets them attached, after checking that they were trained on its base weights."""
     from transformers import AutoModel, AutoTokenizer
 
     name = resolve_model(name)
@@ -325,4 +333,8 @@ def load_pretrained(name: str, local_files_only: bool = False, model_class=None,
             if default:
                 hint += f" (installed here: {default})"
         raise EncoderLoadError(f"Could not load the encoder model={name!r}: {hint}. Cause: {err}") from err
+    from .adapters import ADAPTER_CONFIG, load_adapters
+
+    if is_folder and os.path.exists(os.path.join(name, ADAPTER_CONFIG)):
+        load_adapters(name, model, encoder_fingerprint(model, tokenizer))
     return tokenizer, model

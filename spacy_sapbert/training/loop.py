@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import sys
 import time
 import warnings
 from dataclasses import dataclass
@@ -33,7 +34,9 @@ from typing import Any, Callable, Dict, List, Optional, Protocol
 
 import torch
 
-from ..encoder import load_pretrained, resolve_device
+from ..adapters import add_adapters, adapter_settings, trainable_parameters
+from ..encoder import encoder_fingerprint, load_pretrained, resolve_device
+from ..errors import SapbertError
 from ..io import atomic_write_text
 from .checkpoints import (
     STATE_FILE, MixedPrecision, append_log, find_checkpoint, model_card, plot_loss, read_log, restart_log,
@@ -204,6 +207,7 @@ class TrainingRun:
 
     def _load_model(self) -> None:
         self.tokenizer, self.model = load_pretrained(str(self.checkpoint or self.config.model))
+        self._add_adapters()
         if self.freeze_pooler:
             _freeze_unused(self.model)
         self.model.to(self.device)
@@ -217,6 +221,24 @@ class TrainingRun:
             [p for p in self.model.parameters() if p.requires_grad], lr=self.config.lr, weight_decay=self.config.weight_decay
         )
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, _constant_after_warmup(self.warmup_steps))
+
+    def _add_adapters(self) -> None:
+        """With `adapters` (a reduction factor) in the config, freeze the encoder and train new
+        bottleneck adapters; a model that already has adapters (a checkpoint, or an adapter model to
+        train further) keeps them and trains only them."""
+        factor = int(getattr(self.config, "adapters", 0) or 0)
+        settings = adapter_settings(self.model)
+        if settings is None and factor:
+            add_adapters(self.model, factor, encoder_fingerprint(self.model, self.tokenizer))
+        elif settings is not None and factor and settings["reduction_factor"] != factor:
+            raise SapbertError(
+                f"training setting adapters={factor}: {self.checkpoint or self.config.model} already has adapters "
+                f"of reduction factor {settings['reduction_factor']}"
+            )
+        if self.ctx.main and adapter_settings(self.model) is not None:
+            total = sum(p.numel() for p in self.model.parameters())
+            trainable = trainable_parameters(self.model)
+            print(f"adapters: training {trainable:,} of {total:,} parameters ({100 * trainable / total:.2f}%)", file=sys.stderr)
 
     def _restore(self) -> None:
         if self.checkpoint is None:
