@@ -6,6 +6,7 @@ from setuptools import find_packages, setup
 EVAL = ["matplotlib", "scikit-learn"]
 TRAIN = ["pytorch-metric-learning>=2.0", "matplotlib"]
 ONNX = ["onnxruntime>=1.17", "onnx>=1.16", "onnxscript>=0.5"]  # the onnx and onnx-int8 encoder backends
+KGE = ["pykeen>=1.10"]  # train-kge: the knowledge-graph embedding of MS loss v3
 
 setup(
     name="spacy-sapbert",
@@ -33,8 +34,9 @@ setup(
         "eval": EVAL,
         "train": TRAIN,
         "onnx": ONNX,
-        "all": sorted(set(EVAL + TRAIN + ONNX)),  # what every documented command needs (the README's first command installs it)
-        "test": ["pytest>=7", "build", "hypothesis>=6"] + sorted(set(EVAL + TRAIN + ONNX)),
+        "kge": KGE,
+        "all": sorted(set(EVAL + TRAIN + ONNX + KGE)),  # what every documented command needs (the README's first command installs it)
+        "test": ["pytest>=7", "build", "hypothesis>=6"] + sorted(set(EVAL + TRAIN + ONNX + KGE)),
     },
     entry_points={
         "spacy_factories": [

@@ -12,6 +12,7 @@ OPTIONAL = {
     "matplotlib": ("matplotlib", "eval"),
     "pytorch_metric_learning": ("pytorch-metric-learning", "train"),
     "hypothesis": ("hypothesis", "test"),
+    "pykeen": ("pykeen", "kge"),
     "onnxruntime": ("onnxruntime", "onnx"),
     "onnx": ("onnx", "onnx"),
     "onnxscript": ("onnxscript", "onnx"),

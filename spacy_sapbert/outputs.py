@@ -23,7 +23,7 @@ TMP_MARK = ".sapbert-tmp-"
 # What spaCy's Language.to_disk writes besides one folder per component.
 PIPELINE_FILES = {"config.cfg", "meta.json", "tokenizer", "vocab"}
 # What the trainers write into their output folder.
-RUN_CONFIG_FILES = ("train_config.json", "dhns_config.json", "reranker_config.json")
+RUN_CONFIG_FILES = ("train_config.json", "dhns_config.json", "reranker_config.json", "kge_config.json")
 RUN_FILES = {"model", "checkpoints", "train_log.jsonl", "loss.png", *RUN_CONFIG_FILES}
 # What `train-ner` writes: spacy train's two models and its own record, which marks the folder as ours.
 TRAIN_NER_RECORD = "train_ner.json"

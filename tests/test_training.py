@@ -278,9 +278,11 @@ def test_ms_v2_with_one_margin_is_the_librarys_loss(mined):
     v2 = make_loss(2, 50, kind="ms-v2", pos_margin=0.4, neg_margin=0.4)
     args = (embeddings, labels, triplets) if mined else (embeddings, labels)
     assert float(v2(*args)) == pytest.approx(float(library(*args)), rel=1e-5)
-    with pytest.raises(ValueError, match="ms-v3"):
-        make_loss(kind="ms-v3")
-    with pytest.raises(SapbertError, match="loss='ms-v3'"):
+    with pytest.raises(ValueError, match="ms-v4"):
+        make_loss(kind="ms-v4")
+    with pytest.raises(SapbertError, match="loss='ms-v4'"):
+        TrainConfig(model="m", output="o", pairs="p", loss="ms-v4").validate()
+    with pytest.raises(SapbertError, match="ms-v3 needs --kge"):
         TrainConfig(model="m", output="o", pairs="p", loss="ms-v3").validate()
 
 

@@ -1,5 +1,5 @@
 """Command-line commands of training: ``extract``, ``pairs``, ``train`` (SAP), ``train-dhns`` (kNN-BioEL) and
-``train-reranker`` (the cross-encoder re-ranker).
+``train-reranker`` (the cross-encoder re-ranker) and ``train-kge`` (the knowledge-graph embedding of MS loss v3).
 
 ``register(app)`` adds them to a typer app (the package's CLI calls it)::
 
@@ -18,7 +18,8 @@ import typer
 from ..errors import SapbertError
 from .options import config_command
 
-__all__ = ["extract_command", "pairs_command", "register", "train_command", "train_dhns_command", "train_reranker_command"]
+__all__ = ["extract_command", "pairs_command", "register", "train_command", "train_dhns_command", "train_kge_command",
+           "train_reranker_command"]
 
 
 def _split(value: Optional[str]) -> Optional[List[str]]:
@@ -190,6 +191,23 @@ def run_train_reranker(config, resume: bool, overwrite: bool) -> None:
     typer.echo(f"re-ranker written to {model_dir}; add it with: add-reranker PIPELINE {model_dir} --output OUT", err=True)
 
 
+def run_train_kge(config, resume: bool, overwrite: bool) -> None:
+    """Train a knowledge-graph embedding (PyKEEN: TransE or RotatE) of the vocabularies' relations, for
+    `train --loss ms-v3 --kge OUTPUT/model`."""
+    from .kge import train_kge
+
+    _claim_run_output(Path(config.output), resume, overwrite)
+    model_dir = train_kge(config, resume=resume)
+    typer.echo(f"knowledge-graph embedding written to {model_dir}", err=True)
+
+
+def train_kge_command() -> Callable[..., None]:
+    """The `train-kge` command: one option per KgeConfig setting, plus --resume and --overwrite."""
+    from .kge import KgeConfig
+
+    return config_command(KgeConfig, run_train_kge, extra=RUN_OPTIONS)
+
+
 def train_command() -> Callable[..., None]:
     """The `train` command: one option per TrainConfig setting, plus --resume and --overwrite."""
     from .trainer import TrainConfig
@@ -212,9 +230,10 @@ def train_reranker_command() -> Callable[..., None]:
 
 
 def register(app: typer.Typer) -> None:
-    """Add the extract, pairs, train, train-dhns and train-reranker commands to `app`."""
+    """Add the extract, pairs, train, train-dhns, train-reranker and train-kge commands to `app`."""
     app.command("extract")(extract_command)
     app.command("pairs")(pairs_command)
     app.command("train")(train_command())
     app.command("train-dhns")(train_dhns_command())
     app.command("train-reranker")(train_reranker_command())
+    app.command("train-kge")(train_kge_command())

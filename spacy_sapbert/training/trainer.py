@@ -60,7 +60,7 @@ from .checkpoints import find_checkpoint, plot_loss, require_at_least_one
 from .loop import Distributed, TrainingRun, TrainingWarning, distributed
 from .options import setting
 from .losses import LOSSES, MINER_DISTANCES, make_loss, make_miner, sap_loss
-from .pairs import PairsFile
+from .pairs import PairsFile, read_pairs
 
 __all__ = ["TrainConfig", "TrainingWarning", "epoch_order", "find_checkpoint", "plot_loss", "train"]
 
@@ -69,7 +69,7 @@ CONFIG_FILE = "train_config.json"
 TRAJECTORY_KEYS = (
     "pairs", "batch_size", "lr", "weight_decay", "grad_accum", "max_length", "pooling", "alpha", "beta",
     "base", "margin", "miner_distance", "use_miner", "warmup_steps", "seed", "encode_chunk", "loss", "pos_margin", "neg_margin",
-    "adapters",
+    "adapters", "kge",
 )
 
 
@@ -96,9 +96,12 @@ class TrainConfig:
     alpha: float = setting(2.0, help="Multi-similarity loss alpha (positive pairs).")
     beta: float = setting(50.0, help="Multi-similarity loss beta (negative pairs).")
     base: float = setting(0.5, help="Multi-similarity loss base (the margin of positives and negatives, loss ms).")
-    loss: str = setting("ms", help="ms (multi-similarity, one base) or ms-v2 (separate margins --pos-margin and --neg-margin).")
+    loss: str = setting("ms", help="ms (multi-similarity, one base), ms-v2 (separate margins --pos-margin and --neg-margin) "
+                                       "or ms-v3 (margins from the --kge similarity of the two concepts).")
     pos_margin: float = setting(1.0, help="Margin of the positive pairs (loss ms-v2).")
-    neg_margin: float = setting(0.5, help="Margin of the negative pairs (loss ms-v2).")
+    neg_margin: float = setting(0.5, help="Margin of the negative pairs (loss ms-v2; ms-v3 where a concept has no KGE vector).")
+    kge: Optional[str] = setting(None, help="Knowledge-graph embedding (output/model of train-kge) whose concept "
+                                            "similarities set the margins of loss ms-v3.")
     margin: float = setting(0.2, help="Triplet miner margin.")
     miner_distance: str = setting("euclidean", help="Miner distance: euclidean (on unit vectors, as SapBERT) or cosine.")
     use_miner: bool = setting(True, help="Mine hard triplets (--no-use-miner: the loss sees all pairs).")
@@ -124,6 +127,8 @@ class TrainConfig:
             raise SapbertError(f"training setting pooling={self.pooling!r}: choose one of {list(POOLINGS)}")
         if self.loss not in LOSSES:
             raise SapbertError(f"training setting loss={self.loss!r}: choose one of {list(LOSSES)}")
+        if (self.loss == "ms-v3") != bool(self.kge):
+            raise SapbertError("training settings loss and kge: loss ms-v3 needs --kge (a train-kge model folder), and only it uses one")
         if self.miner_distance not in MINER_DISTANCES:
             raise SapbertError(f"training setting miner_distance={self.miner_distance!r}: choose one of {list(MINER_DISTANCES)}")
         if self.lr <= 0 or self.weight_decay < 0 or self.warmup_steps < 0 or self.adapters < 0:
@@ -174,7 +179,8 @@ def micro_batch(order: torch.Tensor, index: int, batch_size: int, rank: int, wor
 
 
 def _embed(model, tokenizer, batch: Sequence[Tuple[str, str, str]], config: TrainConfig, device):
-    """(2B, dim) embeddings of both names of B pairs (all first names, then all second names) and labels."""
+    """(2B, dim) embeddings of both names of B pairs (all first names, then all second names), their labels,
+    and the concept id of each label."""
     ids: Dict[str, int] = {}
     labels = [ids.setdefault(concept_id, len(ids)) for concept_id, _, _ in batch]
     texts = [a for _, a, _ in batch] + [b for _, _, b in batch]
@@ -182,7 +188,30 @@ def _embed(model, tokenizer, batch: Sequence[Tuple[str, str, str]], config: Trai
         model, tokenizer, texts, max_length=config.max_length, pooling=config.pooling, device=device,
         chunk_size=config.encode_chunk,
     )
-    return embeddings, torch.tensor(labels + labels, device=device)
+    return embeddings, torch.tensor(labels + labels, device=device), list(ids)
+
+
+def _load_kge(config: TrainConfig, main: bool):
+    """The KgeEmbeddings of loss ms-v3 (None for the other losses); says how many of the pairs' concepts
+    have a vector (the others get v2's margins)."""
+    if config.kge is None:
+        return None
+    from .kge import KgeEmbeddings
+
+    kge = KgeEmbeddings(config.kge)
+    if main:
+        found, total = kge.coverage(concept_id for concept_id, _, _ in read_pairs(config.pairs))
+        print(f"kge: {found:,} of {total:,} concepts of {config.pairs} have a vector in {config.kge}", file=sys.stderr)
+    return kge
+
+
+def _kge_counts(loss_fn) -> Dict[str, Any]:
+    """The log's kge_pairs / fallback_pairs since the last log line (loss ms-v3), then reset."""
+    if not hasattr(loss_fn, "fallback_pairs"):
+        return {}
+    counts = {"kge_pairs": loss_fn.kge_pairs, "fallback_pairs": loss_fn.fallback_pairs}
+    loss_fn.kge_pairs = loss_fn.fallback_pairs = 0
+    return counts
 
 
 def _check_resume(config: TrainConfig, state: Dict[str, Any], world_size: int, num_pairs: int) -> None:
@@ -234,6 +263,7 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: Distrib
             _check_resume(config, run.state, ctx.world_size, len(pairs))
         miner = make_miner(config.margin, distance=config.miner_distance) if config.use_miner else None
         loss_fn = make_loss(config.alpha, config.beta, config.base, config.loss, config.pos_margin, config.neg_margin)
+        kge = _load_kge(config, ctx.main)
         global_step = run.state.get("step", 0)
         epoch, step_in_epoch = run.state.get("epoch", 0), run.state.get("step_in_epoch", 0)
 
@@ -278,8 +308,9 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: Distrib
                 sync = run.net.no_sync() if ctx.world_size > 1 and not last else contextlib.nullcontext()
                 with sync:
                     with run.autocast():
-                        embeddings, labels = _embed(run.net, run.tokenizer, batch, config, device)
-                    loss = sap_loss(embeddings, labels, miner, loss_fn) / len(micro)
+                        embeddings, labels, concept_ids = _embed(run.net, run.tokenizer, batch, config, device)
+                    kge_similarity = kge.similarity(concept_ids)[labels.cpu()][:, labels.cpu()] if kge is not None else None
+                    loss = sap_loss(embeddings, labels, miner, loss_fn, kge_similarity) / len(micro)
                     run.backward(loss)
                 step_loss += float(loss.detach())
                 run_pairs += len(batch) * ctx.world_size
@@ -300,6 +331,7 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: Distrib
                     "pairs_per_s": round(window_pairs / max(now - window_start, 1e-9), 2),
                     "lr": run.lr,
                     "elapsed": round(run.elapsed(), 3),
+                    **_kge_counts(loss_fn),
                 })
                 window_loss, window_count, window_pairs, window_start = 0.0, 0, 0, now
             if global_step % config.checkpoint_every == 0 or global_step == total_steps:
