@@ -450,6 +450,8 @@ def evaluate_command(
     vocab: List[Path] = typer.Option(..., help="Vocabulary file(s); the format is guessed from the name unless --vocab-format is given."),
     vocab_format: str = typer.Option("auto", help="Format of every --vocab: dictionary, medic, umls, obo, obo-json, mesh, mesh-supp, scispacy, auto."),
     mesh_trees: List[str] = typer.Option([], help="Keep only MeSH descriptors under these tree letters (e.g. D for chemicals)."),
+    key_by: Optional[str] = typer.Option(None, help="Key the vocabulary's concepts by their cross-references with this prefix, e.g. UMLS: HPO, MONDO and DOID names under CUIs for XL-BEL."),
+    reachable_only: bool = typer.Option(False, help="Score only mentions whose gold id is in the vocabulary (an open subset); the others are counted in the report."),
     model: Optional[str] = typer.Option(None, help="Encoder to evaluate (hub name or folder). Default: the offline all-MiniLM-L6-v2."),
     pooling: Optional[str] = typer.Option(None, help="cls or mean. Default: what the model folder declares (sentence-transformers' 1_Pooling), else cls."),
     max_length: int = typer.Option(25, help="Word pieces per name or mention."),
@@ -481,7 +483,7 @@ def evaluate_command(
 
     default = offline_default_model()
     model, pooling = _model_and_pooling(model, pooling, default)
-    vocabularies = vocabulary_specs(vocab, vocab_format, mesh_trees)
+    vocabularies = vocabulary_specs(vocab, vocab_format, mesh_trees, key_by)
     prep = Preprocessing(
         remove_punctuation=remove_punctuation,
         abbreviations=abbreviations,
@@ -508,6 +510,7 @@ def evaluate_command(
         memory_settings=_read_memory_settings(memory_settings) if memory_settings else None,
         tune=tune_memory,
         backend=backend,
+        reachable_only=reachable_only,
     )
     if end_to_end:
         report["end_to_end"] = _end_to_end(end_to_end, corpus, label)

@@ -151,10 +151,16 @@ def read_vocabulary(path: PathLike, format: str, **options: Any) -> Iterator[Con
 
     `options` go to the format's reader (e.g. strict=False, trees=["C"], languages=None). For "umls",
     `mrsty=<path to MRSTY.RRF>` fills the concepts' semantic types, `mrdef=<path to MRDEF.RRF>` their definitions.
+    `key_by="UMLS"` (any format) keys the concepts by their cross-references with that prefix (`rekey_by_xref`).
     """
     fmt = resolve_format(path, format)
     reader = READERS[fmt]
     options = dict(options)
+    key_by = options.pop("key_by", None)
+    if key_by:
+        from .relations import rekey_by_xref
+
+        return rekey_by_xref(read_vocabulary(path, fmt, **options), key_by)
     accepted = [name for name in inspect.signature(reader).parameters if name != "path"]
     accepted += ["mrsty", "mrdef"] if fmt == "umls" else []
     unknown = sorted(set(options) - set(accepted))
@@ -177,16 +183,19 @@ def read_vocabulary(path: PathLike, format: str, **options: Any) -> Iterator[Con
 
 
 def vocabulary_specs(
-    paths: Sequence[PathLike], format: str = "auto", mesh_trees: Sequence[str] = ()
+    paths: Sequence[PathLike], format: str = "auto", mesh_trees: Sequence[str] = (), key_by: Optional[str] = None
 ) -> List[Tuple[Path, str, Dict[str, Any]]]:
     """(path, format, reader options) for each file ("auto": told from each file's content, now).
 
-    `mesh_trees` filters MeSH descriptor files by tree.
+    `mesh_trees` filters MeSH descriptor files by tree; `key_by` keys every file's concepts by their
+    cross-references with that prefix (e.g. "UMLS").
     """
     specs = []
     for path in paths:
         fmt = resolve_format(path, format)
         options: Dict[str, Any] = {"trees": list(mesh_trees)} if fmt == "mesh" and mesh_trees else {}
+        if key_by:
+            options["key_by"] = key_by
         specs.append((Path(path), fmt, options))
     return specs
 

@@ -21,7 +21,7 @@ from . import LinePolicy, MalformedLine, PathLike, check_file, numbered_lines
 from .obo import curie_from_iri, normalize_xref, parse_tag_value, strip_comment
 
 __all__ = [
-    "Triple", "concept_relations", "distinct", "entity_id", "obo_is_a", "parse_mrrel_line", "read_mrrel", "relation_counts",
+    "Triple", "concept_relations", "distinct", "entity_id", "obo_is_a", "parse_mrrel_line", "read_mrrel", "rekey_by_xref", "relation_counts",
     "tree_parent",
 ]
 
@@ -37,6 +37,22 @@ def entity_id(identifier: str) -> str:
     curie = normalize_xref(identifier) or identifier
     prefix, _, local = curie.partition(":")
     return local if prefix in BARE_PREFIXES else curie
+
+
+def rekey_by_xref(concepts: Iterable[Concept], prefix: str) -> Iterator[Concept]:
+    """Each concept once per cross-reference with `prefix` ("UMLS"), under that id as the readers name it
+    (a bare CUI), with its names; its own id becomes an xref. Concepts without such a cross-reference
+    are left out. Merging the results (KnowledgeBase) joins concepts of several ontologies that share
+    an id: a dictionary of HPO, MONDO and DOID names keyed by CUI, for XL-BEL's CUI golds."""
+    wanted = normalize_xref(f"{prefix}:x").partition(":")[0]
+    for concept in concepts:
+        targets = [xref for xref in concept.xrefs if (normalize_xref(xref) or "").partition(":")[0] == wanted]
+        for target in dict.fromkeys(entity_id(xref) for xref in targets):
+            yield Concept(
+                id=target, name=concept.name, synonyms=list(concept.synonyms), types=list(concept.types),
+                xrefs=[concept.id] + [xref for xref in concept.xrefs if entity_id(xref) != target],
+                definition=concept.definition, sources=list(concept.sources),
+            )
 
 
 def tree_parent(tree_number: str) -> str:

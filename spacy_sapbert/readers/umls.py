@@ -165,6 +165,35 @@ def _read_mrconso(
     policy.finish()
 
 
+def read_mrconso_languages(
+    path: PathLike,
+    languages: Optional[Sequence[str]] = ("ENG",),
+    sources: Optional[Sequence[str]] = None,
+    exclude_sources: Sequence[str] = (),
+    keep_suppressed: bool = False,
+    strict: bool = True,
+) -> Iterator[Tuple[str, str, str]]:
+    """(CUI, LAT, string) of each MRCONSO row that `read_mrconso` with the same filters keeps, streamed:
+    the language of every name (XL-BEL's multilingual SAP trains on all of them)."""
+    path = check_file(path)
+    policy = LinePolicy(path, strict)
+    wanted = (
+        frozenset(languages) if languages is not None else None, frozenset(sources) if sources is not None else None,
+        frozenset(exclude_sources), keep_suppressed,
+    )
+    for line_no, line in numbered_lines(path, policy):
+        if not line.strip():
+            continue
+        try:
+            row = parse_mrconso_line(line)
+        except MalformedLine as err:
+            policy.reject(line_no, str(err), line)
+            continue
+        if keep_conso_row(row, *wanted):
+            yield row.cui, row.lat, row.string
+    policy.finish()
+
+
 def parse_mrsty_line(line: str) -> Tuple[str, str]:
     """(CUI, TUI) of one MRSTY.RRF row."""
     f = split_rrf(line, MRSTY_COLUMNS)

@@ -50,6 +50,7 @@ def extract_command(
     mrsty: Optional[Path] = typer.Option(None, help="UMLS MRSTY.RRF (semantic types), needed by --semantic-types."),
     mrrel: Optional[Path] = typer.Option(None, help="UMLS MRREL.RRF: the names of a drug and its trade names are added to each other."),
     languages: str = typer.Option("ENG", help="UMLS languages (LAT), comma-separated; 'all' for every language."),
+    name_languages: Optional[Path] = typer.Option(None, help="With --mrconso: also write each name's language here ('ID<TAB>LAT<TAB>name' lines)."),
     sources: Optional[str] = typer.Option(None, help="UMLS sources (SAB) to keep, comma-separated; default all."),
     exclude_sources: Optional[str] = typer.Option(None, help="UMLS sources (SAB) to leave out, comma-separated."),
     semantic_types: Optional[str] = typer.Option(None, help="Keep only UMLS concepts with one of these TUIs, comma-separated (needs --mrsty)."),
@@ -64,6 +65,8 @@ def extract_command(
     """
     from .extract import extract_synonyms, umls_concepts, write_synonyms
 
+    if name_languages is not None and mrconso is None:
+        raise SapbertError("--name-languages goes with --mrconso (the vocabulary files carry no language per name)")
     if mrconso is not None:
         if vocabulary:
             raise SapbertError("give either vocabulary files or --mrconso, not both")
@@ -87,6 +90,16 @@ def extract_command(
         concepts = read_vocabularies(vocabulary_specs(vocabulary, format, mesh_trees), strict=strict)
     count = write_synonyms(output, extract_synonyms(concepts, lowercase=lowercase))
     typer.echo(f"{count} concepts written to {output}", err=True)
+    if name_languages is not None:
+        from ..readers.umls import read_mrconso_languages
+        from .extract import name_languages as languages_of_names, write_name_languages
+
+        rows = read_mrconso_languages(
+            mrconso, languages=_split(languages), sources=_split(sources), exclude_sources=_split(exclude_sources) or (),
+            strict=strict,
+        )
+        counts = write_name_languages(name_languages, languages_of_names(rows, lowercase=lowercase))
+        typer.echo(f"names per language written to {name_languages}: " + ", ".join(f"{k} {v}" for k, v in counts.items()), err=True)
 
 
 def pairs_command(
@@ -99,11 +112,13 @@ def pairs_command(
     labels: Optional[str] = typer.Option(None, help="Only mentions of these types, comma-separated (with --corpus)."),
     composites: str = typer.Option("parts", help="Composite 'A|B' golds: 'parts' uses the corpus's listed part texts (else skipped), 'skip' skips them."),
     lowercase: bool = typer.Option(True, help="Lowercase mentions and names (with --corpus)."),
+    translations: List[Path] = typer.Option([], help="Bilingual word/phrase dictionary ('src||tgt' lines; repeatable): each line joins the pairs as a two-member class of its own (XL-BEL)."),
     strict: bool = typer.Option(True, help="Fail on a malformed line (--no-strict skips and counts them)."),
 ) -> None:
     """Write the positive pairs file ('ID||name1||name2' lines) for `train`.
 
-    From a synonyms file: every pair of distinct names of a concept, at most --max-pairs per concept.
+    From a synonyms file: every pair of distinct names of a concept, at most --max-pairs per concept,
+    then one pair per line of each --translations file.
     With --corpus and --vocab: each training mention with every name of its gold concept (fine-tuning).
     """
     from .extract import read_synonyms
@@ -134,7 +149,12 @@ def pairs_command(
         return
     if len(files) != 2:
         raise SapbertError("give the SYNONYMS file and the OUTPUT pairs file (or --corpus, --vocab and OUTPUT)")
-    count = write_pairs(files[1], read_synonyms(files[0], strict=strict), max_pairs=max_pairs or None, seed=seed)
+    from itertools import chain
+
+    from .pairs import translation_pairs
+
+    extra = chain.from_iterable(translation_pairs(path) for path in translations)
+    count = write_pairs(files[1], read_synonyms(files[0], strict=strict), max_pairs=max_pairs or None, seed=seed, extra=extra)
     typer.echo(f"{count} pairs written to {files[-1]}", err=True)
 
 

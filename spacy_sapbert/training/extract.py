@@ -70,6 +70,34 @@ def extract_synonyms(concepts: Iterable[Concept], lowercase: bool = True) -> Ite
             yield concept.id, names
 
 
+def name_languages(rows: Iterable[Tuple[str, str, str]], lowercase: bool = True) -> Iterator[Tuple[str, str, str]]:
+    """(concept id, language, name) with names cleaned as in `extract_synonyms`, each distinct triple once
+    per run of rows of the same concept (MRCONSO is sorted by CUI, so memory stays per concept)."""
+    seen: set = set()
+    current = None
+    for concept_id, language, raw in rows:
+        if concept_id != current:
+            seen, current = set(), concept_id
+        name = clean_name(raw, lowercase)
+        if name and (language, name) not in seen:
+            seen.add((language, name))
+            yield concept_id, language, name
+
+
+def write_name_languages(path: PathLike, items: Iterable[Tuple[str, str, str]]) -> Dict[str, int]:
+    """Write ``ID<TAB>LAT<TAB>name`` lines atomically; the name count per language."""
+    counts: Dict[str, int] = {}
+
+    def writer(tmp: Path) -> None:
+        with open(tmp, "w", encoding="utf8", newline="\n") as handle:
+            for concept_id, language, name in items:
+                handle.write(f"{concept_id}\t{language}\t{name}\n")
+                counts[language] = counts.get(language, 0) + 1
+
+    atomic_write(path, writer)
+    return dict(sorted(counts.items()))
+
+
 def write_synonyms(path: PathLike, items: Iterable[Tuple[str, Sequence[str]]]) -> int:
     """Write ``ID||name|name|...`` lines atomically (temporary file renamed into place); the line count.
 

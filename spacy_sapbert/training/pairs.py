@@ -105,8 +105,10 @@ def write_pairs(
     synonyms: Iterable[Tuple[str, Sequence[str]]],
     max_pairs: Optional[int] = 50,
     seed: int = 0,
+    extra: Iterable[Pair] = (),
 ) -> int:
-    """Stream (id, names) items (``extract_synonyms`` / ``read_synonyms``) into a pairs file; pair count.
+    """Stream (id, names) items (``extract_synonyms`` / ``read_synonyms``) into a pairs file, then the
+    `extra` pairs (e.g. ``translation_pairs``); pair count.
 
     Concepts with fewer than two distinct names give no pairs. Each concept's cut to `max_pairs` uses
     ``random.Random(f"{seed}:{concept_id}")``. Written atomically, one concept in memory at a time.
@@ -115,8 +117,32 @@ def write_pairs(
     def pairs() -> Iterator[Pair]:
         for concept_id, names in synonyms:
             yield from concept_pairs(concept_id, names, max_pairs, random.Random(f"{seed}:{concept_id}"))
+        yield from extra
 
     return save_pairs(path, pairs())
+
+
+TRANSLATION_PREFIX = "translation:"  # the label of a translation pair: its own, one per line
+
+
+def translation_pairs(path: PathLike, lowercase: bool = True) -> Iterator[Pair]:
+    """XL-BEL's extra classes: one pair per ``src||tgt`` line of a bilingual word/phrase dictionary, each
+    with its own label ("translation:<line>"), so a translation pulls its two sides together and pushes
+    them from every other class. Names are cleaned as extraction cleans them. A line without exactly
+    two non-empty sides names the file and line; blank lines are skipped."""
+    from ..readers import LinePolicy, numbered_lines
+
+    path = check_file(path)
+    policy = LinePolicy(path, strict=True)
+    for line_no, line in numbered_lines(path, policy):
+        if not line.strip():
+            continue
+        sides = line.split("||")
+        if len(sides) != 2 or not all(side.strip() for side in sides):
+            raise VocabularyFormatError(str(path), line_no, f"expected 'source||target', got {line[:60]!r}")
+        a, b = (clean_name(side, lowercase) for side in sides)
+        if a != b:
+            yield f"{TRANSLATION_PREFIX}{line_no}", a, b
 
 
 def parse_pair_line(line: str) -> Optional[Pair]:
