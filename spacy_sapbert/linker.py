@@ -27,6 +27,7 @@ from .errors import IndexFormatError, NotInitializedError, SapbertError
 from .index import Candidate, ConceptIndex, check_vector_settings, encoder_settings
 from .index_types import CONFIG_INDEX_TYPES, DEFAULT_NPROBE, DEFAULT_SHORTLIST
 from .kb import Concept
+from .context import MIN_WINDOW
 from .kb_view import KnowledgeBaseView
 from .memory import MemorySettings, MentionMemory
 from .normalizer import Normalizer
@@ -69,6 +70,7 @@ DEFAULT_CONFIG = {
     "vector_cache_size": 20000,
     "reranker": None,
     "rerank_k": None,
+    "context_window": 0,
     "scorer": {"@scorers": "spacy-sapbert.linker_scorer.v1"},
 }
 
@@ -163,6 +165,7 @@ def make_sapbert_linker(
     vector_cache_size: int,
     reranker: Optional[str],
     rerank_k: Optional[int],
+    context_window: int,
     scorer: Optional[Callable],
 ) -> "SapbertLinker":
     return SapbertLinker(
@@ -197,6 +200,7 @@ def make_sapbert_linker(
         vector_cache_size=vector_cache_size,
         reranker=reranker,
         rerank_k=rerank_k,
+        context_window=context_window,
         scorer=scorer,
     )
 
@@ -247,12 +251,14 @@ class SapbertLinker(Pipe):
         vector_cache_size: int = 20000,
         reranker: Optional[str] = None,
         rerank_k: Optional[int] = None,
+        context_window: int = 0,
         scorer: Optional[Callable] = score_sapbert_links,
     ):
         check_config(
             k=k, max_entities_per_mention=max_entities_per_mention, batch_size=batch_size, max_length=max_length,
             pooling=pooling, index_type=index_type, threshold=threshold, normalize=normalize, device=device,
             vector_cache_size=vector_cache_size, backend=backend, nprobe=nprobe, shortlist=shortlist, rerank_k=rerank_k,
+            context_window=context_window,
         )
         self.vocab = vocab
         self.name = name
@@ -283,6 +289,7 @@ class SapbertLinker(Pipe):
         self.reranker_name = reranker
         self.rerank_k = rerank_k
         self.reranker: Optional[Reranker] = None
+        self.context_window = context_window
         install_extensions()
         self._creation = next(_CREATION_ORDER)
         _LIVE_LINKERS.add(self)
@@ -313,7 +320,8 @@ class SapbertLinker(Pipe):
 
         `vocabulary` is a callable returning Concept records (in a config, the registered loader
         under `[initialize.components.NAME.vocabulary]`, e.g. `spacy-sapbert.Vocabulary.v1`, which
-        `nlp.initialize()` passes here) or a plain iterable of Concepts.
+        `nlp.initialize()` passes here), a plain iterable of Concepts, or a vocabulary file (format told
+        from its content).
         `spell_check`: `misspelling||correction` pairs (a mapping or a file) that the normalizer
         applies to mentions; they are saved with the index.
         `chunk_dir`: encode the names `chunk_size` at a time into this folder, so an interrupted build
@@ -326,7 +334,12 @@ class SapbertLinker(Pipe):
                 f"[initialize.components.{self.name}] (e.g. {{'@misc': 'spacy-sapbert.Vocabulary.v1', "
                 "'path': 'hp.obo'}) or pass vocabulary=... to initialize (a callable or an iterable of Concept)"
             )
-        concepts = vocabulary() if callable(vocabulary) else vocabulary
+        if isinstance(vocabulary, (str, Path)):
+            from .readers import read_vocabulary
+
+            concepts = read_vocabulary(vocabulary, "auto")
+        else:
+            concepts = vocabulary() if callable(vocabulary) else vocabulary
         if spell_check is not None:
             corrections = spell_check if isinstance(spell_check, Mapping) else read_spell_check(spell_check)
             self.normalizer = self.normalizer.with_spell_check(corrections)
@@ -422,13 +435,17 @@ class SapbertLinker(Pipe):
 
     def link_spans(self, spans: Sequence[Span]) -> List[List[Candidate]]:
         """Candidates for each span, as `span._.kb_ents` gets them: each distinct query string is encoded
-        once (once per set of allowed types, when `types_by_label` gives labels different ones)."""
+        once (once per set of allowed types, when `types_by_label` gives labels different ones); with
+        `context_window`, each span is encoded inside its doc (`search_in_context`)."""
         results: List[List[Candidate]] = [[] for _ in spans]
         groups: Dict[Tuple[str, ...], List[int]] = {}
         for i, span in enumerate(spans):
             groups.setdefault(self.allowed_types(span.label_), []).append(i)
         for types, members in groups.items():
-            candidates = self.search_texts([self.query_text(spans[i]) for i in members], types=types)
+            if self.context_window:
+                candidates = self.search_in_context([spans[i] for i in members], types=types)
+            else:
+                candidates = self.search_texts([self.query_text(spans[i]) for i in members], types=types)
             for i, hits in zip(members, candidates):
                 results[i] = hits
         return results
@@ -450,6 +467,33 @@ class SapbertLinker(Pipe):
             concept_hits = rerank_hits(self.reranker, distinct, concept_hits, self.concept, self.normalizer, self.rerank_k or self.k)
         by_key = {key: hits[: self.max_entities_per_mention] for key, hits in zip(distinct, concept_hits)}
         return [by_key.get(key, []) for key in keys]
+
+    def search_in_context(self, spans: Sequence[Span], types: Sequence[str] = ()) -> List[List[Candidate]]:
+        """Candidates for each span encoded in its doc, marked [Ms] ... [Me] in a window of `context_window`
+        word pieces (`context`), as the encoder was trained with `train-dhns --context-window`. The span
+        is read as written (no long form: the context carries it); the mention memory, whose vectors are
+        context-free, and the string re-ranker are not combined with it."""
+        from .context import MentionInContext, has_markers, infer_context_vectors
+
+        encoder = self._require_encoder()
+        if not has_markers(encoder.tokenizer):
+            raise SapbertError(
+                f"{self.name}: config key `context_window` is {self.context_window}, but the encoder {encoder.name} has no "
+                "[Ms]/[Me] mention markers: train it with `train-dhns --context-window`, or set context_window = 0"
+            )
+        if self.memory_active or self.reranker is not None:
+            raise SapbertError(f"{self.name}: config key `context_window` does not combine with a mention memory or a re-ranker")
+        linkable = [i for i, span in enumerate(spans) if is_linkable(span.text)]
+        results: List[List[Candidate]] = [[] for _ in spans]
+        if not linkable:
+            return results
+        items = [MentionInContext(spans[i].doc.text, spans[i].start_char, spans[i].end_char) for i in linkable]
+        vectors = infer_context_vectors(encoder.model, encoder.tokenizer, items, window=self.context_window,
+                                        device=encoder.device, chunk_size=encoder.batch_size)
+        hits = self._require_index().search(vectors, self.k, self.allowed_rows(types))
+        for i, candidates in zip(linkable, hits):
+            results[i] = self._above_threshold(candidates)[: self.max_entities_per_mention]
+        return results
 
     def ranked(self, keys: Sequence[str], types: Sequence[str] = ()) -> List[List[Candidate]]:
         """The `k` candidates of each normalized string, best first, before the threshold and the re-ranker:
@@ -769,6 +813,7 @@ def check_config(
     nprobe: int = DEFAULT_NPROBE,
     shortlist: int = DEFAULT_SHORTLIST,
     rerank_k: Optional[int] = None,
+    context_window: int = 0,
 ) -> None:
     """Refuse at `add_pipe` (not later, at `initialize`) the config values that can never work, naming the key."""
     for key, value in (("k", k), ("max_entities_per_mention", max_entities_per_mention), ("batch_size", batch_size),
@@ -777,6 +822,8 @@ def check_config(
             raise SapbertError(f"sapbert_linker config key `{key}` must be at least 1, got {value}")
     if rerank_k is not None and rerank_k > k:
         raise SapbertError(f"sapbert_linker config key `rerank_k` ({rerank_k}) is larger than `k` ({k}): the re-ranker can only re-order the k candidates")
+    if context_window and context_window < MIN_WINDOW:
+        raise SapbertError(f"sapbert_linker config key `context_window` must be 0 (off) or at least {MIN_WINDOW} word pieces, got {context_window}")
     if backend not in BACKENDS:
         raise SapbertError(f"sapbert_linker config key `backend` is {backend!r}; choose one of {list(BACKENDS)}")
     if vector_cache_size < 0:

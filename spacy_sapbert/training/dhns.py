@@ -25,13 +25,14 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import faiss
 import numpy
 import torch
 import torch.nn.functional as F
 
+from ..context import MIN_WINDOW, MentionInContext, context_vectors, infer_context_vectors
 from ..encoder import POOLINGS, embed_texts, infer_vectors
 from ..errors import SapbertError
 from ..extras import require
@@ -45,6 +46,7 @@ from .options import setting
 __all__ = ["DhnsConfig", "MinedExample", "info_nce_loss", "load_examples", "mine_examples", "train_dhns"]
 
 CONFIG_FILE = "dhns_config.json"
+Query = Union[str, MentionInContext]  # a training mention: normalized text, or the mention in its document
 
 
 @dataclass
@@ -68,6 +70,9 @@ class DhnsConfig:
     )
     pooling: str = setting("cls", help="cls (SapBERT) or mean.")
     max_length: int = setting(25, help="Word pieces per mention or name.")
+    context_window: int = setting(0, help="Encode each training mention inside its document, marked [Ms] ... [Me] in a "
+                                          "window of this many word pieces and mean-pooled over its own pieces (names "
+                                          "stay context-free; link with the same `context_window`); 0: mentions alone.")
     batch_size: int = setting(32, help="Mentions per step.")
     hard_negatives: int = setting(4, help="Hard negatives per mention (p), mined every epoch.")
     temperature: float = setting(0.01, help="InfoNCE temperature (tau).")
@@ -92,13 +97,15 @@ class DhnsConfig:
             raise SapbertError(f"training setting pooling={self.pooling!r}: choose one of {list(POOLINGS)}")
         if not self.corpora or not self.vocab:
             raise SapbertError("training settings corpora and vocab need at least one file each")
+        if self.context_window and self.context_window < MIN_WINDOW:
+            raise SapbertError(f"training setting context_window={self.context_window}: 0 (off) or at least {MIN_WINDOW} word pieces")
 
 
 @dataclass
 class MinedExample:
     """One training mention with its candidates for an epoch (texts, and concept rows for masking)."""
 
-    query: str
+    query: Query
     concept: int
     positive: str
     negatives: List[str]
@@ -108,8 +115,9 @@ class MinedExample:
 # data ---------------------------------------------------------------------------------------------
 
 
-def load_examples(config: DhnsConfig) -> Tuple[List[Concept], List[Tuple[str, str]]]:
-    """The preprocessed vocabulary and the distinct (mention, concept id) examples of the corpora."""
+def load_examples(config: DhnsConfig) -> Tuple[List[Concept], List[Tuple[Query, str]]]:
+    """The preprocessed vocabulary and the distinct (mention, concept id) examples of the corpora: the
+    normalized mention string, or with `context_window` the mention in its document (`context_examples`)."""
     from ..evaluation import Preprocessing, normalized_concepts, read_corpus, training_names
     from ..kb import KnowledgeBase
     from ..readers import detect_corpus_format, read_spell_check, read_vocabularies, vocabulary_specs
@@ -122,7 +130,9 @@ def load_examples(config: DhnsConfig) -> Tuple[List[Concept], List[Tuple[str, st
     vocabulary = read_vocabularies(vocabulary_specs(config.vocab, config.vocab_format, config.mesh_trees))
     concepts = normalized_concepts(vocabulary, normalizer)
     kb = KnowledgeBase(concepts)
-    examples: Dict[Tuple[str, str], None] = {}
+    if config.context_window:
+        return concepts, context_examples(config, kb)
+    examples: Dict[Tuple[Query, str], None] = {}
     for corpus in config.corpora:
         mentions, _, _ = read_corpus(Path(corpus), detect_corpus_format(Path(corpus)), prep, config.labels or None)
         for concept_id, text in training_names(mentions, kb):
@@ -132,6 +142,31 @@ def load_examples(config: DhnsConfig) -> Tuple[List[Concept], List[Tuple[str, st
     if not examples:
         raise SapbertError(f"no training mention of {config.corpora} has a gold id in the vocabulary {config.vocab}")
     return concepts, list(examples)
+
+
+def context_examples(config: DhnsConfig, kb) -> List[Tuple[Query, str]]:
+    """(mention in its document, primary concept id) for every annotated mention of the corpora whose gold
+    resolves to one concept (`resolve_gold_id`); the text is left as written (the context carries what
+    normalization and abbreviation resolution would add)."""
+    from ..preprocess import resolve_gold_id
+    from ..readers.corpora import read_pubtator
+
+    def primary_id(concept_id: str) -> Optional[str]:
+        concept = kb.get(concept_id)
+        return concept.id if concept is not None else None
+
+    examples: Dict[Tuple[Query, str], None] = {}
+    for corpus in config.corpora:
+        for document in read_pubtator(corpus):
+            for mention in document.mentions:
+                if config.labels and mention.label not in config.labels:
+                    continue
+                concept_id, _ = resolve_gold_id(mention.gold, primary_id)
+                if concept_id is not None:
+                    examples[MentionInContext(document.text, mention.start, mention.end), concept_id] = None
+    if not examples:
+        raise SapbertError(f"no training mention of {config.corpora} has a gold id in the vocabulary {config.vocab}")
+    return list(examples)
 
 
 class NameSpace:
@@ -214,10 +249,13 @@ def info_nce_loss(
 MINING_CHUNK = 256  # texts per forward pass when all names and mentions are encoded for mining
 
 
-def _encode_all(model, tokenizer, texts: Sequence[str], config: DhnsConfig, device, desc: str) -> numpy.ndarray:
-    """Unit vectors of `texts` under the current model, without gradients (`infer_vectors`)."""
+def _encode_all(model, tokenizer, texts: Sequence[Query], config: DhnsConfig, device, desc: str) -> numpy.ndarray:
+    """Unit vectors of `texts` (names, or mentions in context) under the current model, without gradients."""
     model.eval()
     try:
+        if texts and isinstance(texts[0], MentionInContext):
+            return infer_context_vectors(model, tokenizer, texts, window=config.context_window, device=device,
+                                         chunk_size=MINING_CHUNK, normalize=True)
         return infer_vectors(
             model, tokenizer, texts, max_length=config.max_length, pooling=config.pooling, device=device,
             chunk_size=MINING_CHUNK, normalize=True, progress=desc if config.progress else None,
@@ -227,11 +265,19 @@ def _encode_all(model, tokenizer, texts: Sequence[str], config: DhnsConfig, devi
 
 
 def _encode_batch(model, tokenizer, batch: Sequence[MinedExample], config: DhnsConfig, device) -> torch.Tensor:
-    """Vectors of a batch's queries, then their positives, then all hard negatives (the forward pass)."""
+    """Vectors of a batch's queries, then their positives, then all hard negatives (the forward pass);
+    queries in context go through `context_vectors`, names always alone."""
     negatives = [text for example in batch for text in example.negatives]
-    texts = [e.query for e in batch] + [e.positive for e in batch] + negatives
+    names = [e.positive for e in batch] + negatives
+    queries = [e.query for e in batch]
+    if isinstance(queries[0], MentionInContext):
+        query_vectors = context_vectors(model, tokenizer, queries, window=config.context_window, device=device)
+        return torch.cat([query_vectors, embed_texts(
+            model, tokenizer, names, max_length=config.max_length, pooling=config.pooling, device=device,
+            chunk_size=config.encode_chunk,
+        )])
     return embed_texts(
-        model, tokenizer, texts, max_length=config.max_length, pooling=config.pooling, device=device,
+        model, tokenizer, queries + names, max_length=config.max_length, pooling=config.pooling, device=device,
         chunk_size=config.encode_chunk,
     )
 

@@ -207,6 +207,10 @@ class TrainingRun:
 
     def _load_model(self) -> None:
         self.tokenizer, self.model = load_pretrained(str(self.checkpoint or self.config.model))
+        if getattr(self.config, "context_window", 0):  # before the optimizer: the embeddings grow by two rows
+            from ..context import add_markers
+
+            add_markers(self.tokenizer, self.model)
         self._add_adapters()
         if self.freeze_pooler:
             _freeze_unused(self.model)
