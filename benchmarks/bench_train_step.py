@@ -44,7 +44,7 @@ def main() -> None:
         for name, chunk in variants.items():
             config = TrainConfig(model=args.model, output="-", pairs=args.pairs, pooling=args.pooling, encode_chunk=chunk)
             start = time.perf_counter()
-            embeddings, labels = _embed(model, tokenizer, batch, config, "cpu")
+            embeddings, labels, _ = _embed(model, tokenizer, batch, config, "cpu")
             sap_loss(embeddings, labels, miner, loss_fn).backward()
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
