@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 
 import torch
+from bench_train_step import timed_step  # benchmarks/ is on sys.path when this script runs
 
 from spacy_sapbert.adapters import add_adapters, trainable_parameters
 from spacy_sapbert.encoder import encoder_fingerprint, load_pretrained
-from spacy_sapbert.training.losses import make_loss, make_miner, sap_loss
+from spacy_sapbert.training.losses import make_loss, make_miner
 from spacy_sapbert.training.pairs import PairsFile
-from spacy_sapbert.training.trainer import TrainConfig, _embed
+from spacy_sapbert.training.trainer import TrainConfig
 
 
 def main() -> None:
@@ -51,13 +51,9 @@ def main() -> None:
     for step in range(args.steps + 1):  # step 0 warms up every variant
         batch = pairs.batch(torch.randint(len(pairs), (args.batch_size,), generator=generator).tolist())
         for name, (tokenizer, model, optimizer, _, _) in variants.items():
-            start = time.perf_counter()
-            embeddings, labels, _ = _embed(model, tokenizer, batch, config, "cpu")
-            sap_loss(embeddings, labels, miner, loss_fn).backward()
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
+            seconds = timed_step(model, tokenizer, optimizer, batch, config, miner, loss_fn)
             if step:
-                times[name].append(time.perf_counter() - start)
+                times[name].append(seconds)
     print(f"model {args.model}, {args.batch_size} pairs per step, {torch.get_num_threads()} threads, {args.steps} steps each")
     print("| variant | trainable parameters | s/step (median) | pairs/s |")
     print("|---|---|---|---|")

@@ -22,6 +22,16 @@ from spacy_sapbert.training.pairs import PairsFile
 from spacy_sapbert.training.trainer import TrainConfig, _embed
 
 
+def timed_step(model, tokenizer, optimizer, batch, config: TrainConfig, miner, loss_fn) -> float:
+    """Seconds of one trainer step on `batch`: forward, mining, loss, backward, optimizer."""
+    start = time.perf_counter()
+    embeddings, labels, _ = _embed(model, tokenizer, batch, config, "cpu")
+    sap_loss(embeddings, labels, miner, loss_fn).backward()
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return time.perf_counter() - start
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("pairs")
@@ -43,13 +53,9 @@ def main() -> None:
         batch = pairs.batch(torch.randint(len(pairs), (args.batch_size,), generator=generator).tolist())
         for name, chunk in variants.items():
             config = TrainConfig(model=args.model, output="-", pairs=args.pairs, pooling=args.pooling, encode_chunk=chunk)
-            start = time.perf_counter()
-            embeddings, labels, _ = _embed(model, tokenizer, batch, config, "cpu")
-            sap_loss(embeddings, labels, miner, loss_fn).backward()
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
+            seconds = timed_step(model, tokenizer, optimizer, batch, config, miner, loss_fn)
             if step:
-                times[name].append(time.perf_counter() - start)
+                times[name].append(seconds)
     print(f"model {args.model}, {args.batch_size} pairs per step, {torch.get_num_threads()} threads, {args.steps} steps each")
     print("| forward passes | s/step (median) | pairs/s |")
     print("|---|---|---|")

@@ -139,13 +139,31 @@ def _read_mrconso(
     definitions: Dict[str, str],
     strict: bool,
 ) -> Iterator[Concept]:
-    policy = LinePolicy(path, strict)
     rows: List[ConsoRow] = []
 
     def concept() -> Concept:
         cui = rows[0].cui
         return concept_from_rows(rows, semantic_types.get(cui, ()), definitions.get(cui, ""))
 
+    for row in _kept_rows(path, languages, sources, exclude_sources, keep_suppressed, strict):
+        if rows and row.cui != rows[0].cui:
+            yield concept()
+            rows = []
+        rows.append(row)
+    if rows:
+        yield concept()
+
+
+def _kept_rows(
+    path: PathLike,
+    languages: Optional[Collection[str]],
+    sources: Optional[Collection[str]],
+    exclude_sources: Collection[str],
+    keep_suppressed: bool,
+    strict: bool,
+) -> Iterator[ConsoRow]:
+    """The MRCONSO rows that pass the filters, streamed; a malformed line goes to the line policy."""
+    policy = LinePolicy(path, strict)
     for line_no, line in numbered_lines(path, policy):
         if not line.strip():
             continue
@@ -154,14 +172,8 @@ def _read_mrconso(
         except MalformedLine as err:
             policy.reject(line_no, str(err), line)
             continue
-        if not keep_conso_row(row, languages, sources, exclude_sources, keep_suppressed):
-            continue
-        if rows and row.cui != rows[0].cui:
-            yield concept()
-            rows = []
-        rows.append(row)
-    if rows:
-        yield concept()
+        if keep_conso_row(row, languages, sources, exclude_sources, keep_suppressed):
+            yield row
     policy.finish()
 
 
@@ -175,23 +187,11 @@ def read_mrconso_languages(
 ) -> Iterator[Tuple[str, str, str]]:
     """(CUI, LAT, string) of each MRCONSO row that `read_mrconso` with the same filters keeps, streamed:
     the language of every name (XL-BEL's multilingual SAP trains on all of them)."""
-    path = check_file(path)
-    policy = LinePolicy(path, strict)
-    wanted = (
-        frozenset(languages) if languages is not None else None, frozenset(sources) if sources is not None else None,
-        frozenset(exclude_sources), keep_suppressed,
+    rows = _kept_rows(
+        check_file(path), frozenset(languages) if languages is not None else None,
+        frozenset(sources) if sources is not None else None, frozenset(exclude_sources), keep_suppressed, strict,
     )
-    for line_no, line in numbered_lines(path, policy):
-        if not line.strip():
-            continue
-        try:
-            row = parse_mrconso_line(line)
-        except MalformedLine as err:
-            policy.reject(line_no, str(err), line)
-            continue
-        if keep_conso_row(row, *wanted):
-            yield row.cui, row.lat, row.string
-    policy.finish()
+    return ((row.cui, row.lat, row.string) for row in rows)
 
 
 def parse_mrsty_line(line: str) -> Tuple[str, str]:
