@@ -17,6 +17,7 @@ for variant in ${VARIANTS:-full 16 1}; do
         --batch-size "$BATCH" --max-steps "$STEPS" --checkpoint-every 50 --no-progress "${extra[@]}"
     [ -f "$run/ncbi-dev.json" ] || "$PY" -m spacy_sapbert evaluate "$DATA/ncbi-disease/NCBIdevelopset_corpus.txt" \
         --vocab "$DATA/medic/medic_06Jul2012.txt" --spell-check "$DATA/medic/ncbi-spell-check.txt" --model "$run/model" \
+        --train "$DATA/ncbi-disease/NCBItrainset_corpus.txt" \
         --no-baselines --title "$variant" --output "$run/ncbi-dev.json" > "$run/ncbi-dev.md"
 done
 "$PY" - "$OUT" ${VARIANTS:-full 16 1} <<'PY'
