@@ -92,6 +92,16 @@ def test_dhns_in_context_trains_a_model_with_markers_that_the_linker_uses(tiny_t
     reloaded = loaded(docs[1].copy()).ents[0]._.kb_ents
     assert [c for c, _ in reloaded] == [c for c, _ in second._.kb_ents]
     assert [s for _, s in reloaded] == pytest.approx([s for _, s in second._.kb_ents], abs=1e-5)
+    from typer.testing import CliRunner
+
+    from spacy_sapbert.cli import app
+
+    result = CliRunner().invoke(app, ["build-index", str(tiny_task / "vocab.txt"), str(tiny_task / "built"), "--model", str(model_dir),
+                                      "--context-window", "16", "--label", "", "--device", "cpu"])
+    assert result.exit_code == 0, result.output
+    built = spacy.load(tiny_task / "built")
+    assert built.get_pipe("sapbert_linker").context_window == 16
+    assert [c for c, _ in built(docs[1].copy()).ents[0]._.kb_ents] == [c for c, _ in second._.kb_ents]
     plain = linker_pipeline(tiny_bert, 16)
     with pytest.raises(SapbertError, match=r"`context_window` is 16, but the encoder .* has no \[Ms\]/\[Me\] mention markers"):
         plain(docs[0].copy())
