@@ -55,6 +55,7 @@ def extract_command(
     exclude_sources: Optional[str] = typer.Option(None, help="UMLS sources (SAB) to leave out, comma-separated."),
     semantic_types: Optional[str] = typer.Option(None, help="Keep only UMLS concepts with one of these TUIs, comma-separated (needs --mrsty)."),
     mesh_trees: List[str] = typer.Option([], help="Keep only MeSH descriptors under these tree letters (e.g. C diseases, D chemicals)."),
+    merge_xrefs: bool = typer.Option(False, help="Join the vocabularies' concepts that share an id (own, alternative, or a UMLS/MeSH/OMIM/DOID/MONDO/HP cross-reference) into one class, at most one concept per id namespace; the class takes the id of its member from the earliest file."),
     lowercase: bool = typer.Option(True, help="Lowercase the names (SapBERT does)."),
     strict: bool = typer.Option(True, help="Fail on a malformed line (--no-strict skips and counts them)."),
 ) -> None:
@@ -67,6 +68,8 @@ def extract_command(
 
     if name_languages is not None and mrconso is None:
         raise SapbertError("--name-languages goes with --mrconso (the vocabulary files carry no language per name)")
+    if merge_xrefs and mrconso is not None:
+        raise SapbertError("--merge-xrefs goes with vocabulary files (UMLS concepts are merged by CUI already)")
     if mrconso is not None:
         if vocabulary:
             raise SapbertError("give either vocabulary files or --mrconso, not both")
@@ -88,6 +91,11 @@ def extract_command(
         from ..readers import read_vocabularies, vocabulary_specs
 
         concepts = read_vocabularies(vocabulary_specs(vocabulary, format, mesh_trees), strict=strict)
+        if merge_xrefs:
+            from .merge import merge_by_xrefs
+
+            concepts, report = merge_by_xrefs(concepts)
+            typer.echo(f"merged by cross-references: {report.summary()}", err=True)
     count = write_synonyms(output, extract_synonyms(concepts, lowercase=lowercase))
     typer.echo(f"{count} concepts written to {output}", err=True)
     if name_languages is not None:
