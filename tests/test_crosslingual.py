@@ -78,12 +78,15 @@ def test_translation_pairs_are_two_member_classes_of_their_own(tmp_path, multili
     runner = CliRunner()
     runner.invoke(app, ["extract", "--mrconso", str(multilingual_umls), "--languages", "all", "-o", str(tmp_path / "syn.txt")])
     (tmp_path / "dict.txt").write_text("cough||tos\n\nkidney disease||Enfermedad renal\nsame||SAME\n", encoding="utf8")
-    result = runner.invoke(app, ["pairs", str(tmp_path / "syn.txt"), str(tmp_path / "pairs.txt"), "--translations", str(tmp_path / "dict.txt")])
+    (tmp_path / "dict2.txt").write_text("fever||fieber\n", encoding="utf8")
+    result = runner.invoke(app, ["pairs", str(tmp_path / "syn.txt"), str(tmp_path / "pairs.txt"), "--translations", str(tmp_path / "dict.txt"),
+                                 "--translations", str(tmp_path / "dict2.txt")])
     assert result.exit_code == 0, result.output
     pairs = list(read_pairs(tmp_path / "pairs.txt"))
     translations = [p for p in pairs if p[0].startswith("translation:")]
-    assert translations == [("translation:1", "cough", "tos"), ("translation:3", "kidney disease", "enfermedad renal")]
-    assert len(pairs) == 3 + 1 + 2  # heart failure: 3 pairs of 3 names, fever: 1, then the translations
+    assert translations == [("translation:0:1", "cough", "tos"), ("translation:0:3", "kidney disease", "enfermedad renal"),
+                            ("translation:1:1", "fever", "fieber")]  # line 1 of two files: two classes
+    assert len(pairs) == 3 + 1 + 3  # heart failure: 3 pairs of 3 names, fever: 1, then the translations
     (tmp_path / "bad.txt").write_text("cough||tos\nfever|fiebre\n", encoding="utf8")
     result = runner.invoke(app, ["pairs", str(tmp_path / "syn.txt"), str(tmp_path / "p2.txt"), "--translations", str(tmp_path / "bad.txt")])
     assert result.exit_code == 1 and "bad.txt, line 2" in result.output and not (tmp_path / "p2.txt").exists()

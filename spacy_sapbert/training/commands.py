@@ -161,7 +161,7 @@ def pairs_command(
 
     from .pairs import translation_pairs
 
-    extra = chain.from_iterable(translation_pairs(path) for path in translations)
+    extra = chain.from_iterable(translation_pairs(path, file_number=number) for number, path in enumerate(translations))
     count = write_pairs(files[1], read_synonyms(files[0], strict=strict), max_pairs=max_pairs or None, seed=seed, extra=extra)
     typer.echo(f"{count} pairs written to {files[-1]}", err=True)
 

@@ -125,10 +125,10 @@ def write_pairs(
 TRANSLATION_PREFIX = "translation:"  # the label of a translation pair: its own, one per line
 
 
-def translation_pairs(path: PathLike, lowercase: bool = True) -> Iterator[Pair]:
+def translation_pairs(path: PathLike, lowercase: bool = True, file_number: int = 0) -> Iterator[Pair]:
     """XL-BEL's extra classes: one pair per ``src||tgt`` line of a bilingual word/phrase dictionary, each
-    with its own label ("translation:<line>"), so a translation pulls its two sides together and pushes
-    them from every other class. Names are cleaned as extraction cleans them. A line without exactly
+    with its own label ("translation:<file_number>:<line>"; number the files of one pairs file apart), so
+    a translation pulls its two sides together and pushes them from every other class. Names are cleaned as extraction cleans them. A line without exactly
     two non-empty sides names the file and line; blank lines are skipped."""
     from ..readers import LinePolicy, numbered_lines
 
@@ -142,7 +142,7 @@ def translation_pairs(path: PathLike, lowercase: bool = True) -> Iterator[Pair]:
             raise VocabularyFormatError(str(path), line_no, f"expected 'source||target', got {line[:60]!r}")
         a, b = (clean_name(side, lowercase) for side in sides)
         if a != b:
-            yield f"{TRANSLATION_PREFIX}{line_no}", a, b
+            yield f"{TRANSLATION_PREFIX}{file_number}:{line_no}", a, b
 
 
 def parse_pair_line(line: str) -> Optional[Pair]:
