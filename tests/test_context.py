@@ -12,8 +12,8 @@ import torch
 from spacy_sapbert.context import MENTION_END, MENTION_START, MentionInContext, add_markers, context_vectors, window_ids
 from spacy_sapbert.encoder import load_pretrained
 from spacy_sapbert.errors import SapbertError
-from test_dhns import config_for, tiny_task  # noqa: F401  (fixture)
 from spacy_sapbert.training.dhns import train_dhns
+from test_dhns import PUBTATOR, VOCAB, config_for
 
 TEXT = "the patient with heart failure and liver cancer was seen in the clinic"
 
@@ -64,7 +64,10 @@ def test_the_vector_is_the_mean_of_the_mention_pieces_and_depends_on_the_context
     assert not torch.allclose(vectors[0], vectors[1], atol=1e-3)
 
 
-def test_dhns_in_context_trains_a_model_with_markers_that_the_linker_uses(tiny_task, tiny_bert, one_thread):  # noqa: F811
+def test_dhns_in_context_trains_a_model_with_markers_that_the_linker_uses(tmp_path, tiny_bert, one_thread):
+    tiny_task = tmp_path
+    (tiny_task / "train.txt").write_text(PUBTATOR, encoding="utf8")
+    (tiny_task / "vocab.txt").write_text(VOCAB, encoding="utf8")
     model_dir = train_dhns(config_for(tiny_task, tiny_bert, tiny_task / "run", epochs=2, context_window=16))
     log = [json.loads(line) for line in (tiny_task / "run" / "train_log.jsonl").read_text().splitlines()]
     assert [e["mined"] for e in log if "mined" in e] == [7, 7]  # every annotated mention, in its document

@@ -249,9 +249,11 @@ def test_a_cached_index_under_the_wrong_key_is_refused(tiny_bert, toy_concepts, 
     evaluation.build_encoder_index(Encoder(tiny_bert, device="cpu", pooling="mean"), toy_concepts, cache)
     [mean_dir] = list(cache.iterdir())
     encoder = Encoder(tiny_bert, device="cpu")
+    from spacy_sapbert.index import encoder_settings, vocabulary_hash
+    from spacy_sapbert.kb import KnowledgeBase
+
     key = evaluation.index_cache_key(
-        {**evaluation.encoder_settings(encoder), **Normalizer().settings(), "normalize": True},
-        evaluation.vocabulary_hash(evaluation.KnowledgeBase(toy_concepts)),
+        {**encoder_settings(encoder), **Normalizer().settings(), "normalize": True}, vocabulary_hash(KnowledgeBase(toy_concepts)),
     )
     shutil.copytree(mean_dir, cache / key)
     with pytest.raises(IndexFormatError, match="cached index in .* was built with pooling='mean' but this run uses pooling='cls'"):

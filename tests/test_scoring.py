@@ -4,7 +4,6 @@ import subprocess
 import sys
 
 import pytest
-import spacy
 from spacy.tokens import DocBin
 from spacy.training import Example
 

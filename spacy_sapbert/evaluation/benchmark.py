@@ -1,0 +1,205 @@
+"""One evaluation run: every system under every protocol on one corpus (`run_benchmark`, the `evaluate` command)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from ..index import vocabulary_hash
+from ..kb import Concept, KnowledgeBase
+from ..memory import MemorySettings
+from ..readers.corpora import detect_corpus_format
+from .dictionaries import PROTOCOLS, missing_gold, training_names, with_extra_names
+from .index_cache import build_encoder_index, index_cache
+from .memory_tuning import MEMORY_GRID, tune_memory
+from .queries import EvalMention, Preprocessing, read_corpus
+from .ranks import score_retriever
+from .reports import model_label
+from .retrievers import ExactMatchRetriever, LinkerRetriever, NormalizedBaseline, TfidfRetriever
+
+
+@dataclass
+class System:
+    """A named way to rank concepts; `make` builds its retriever for a dictionary (list of concepts)."""
+
+    name: str
+    make: Callable[[Sequence[Concept]], object]
+
+
+def run_protocols(
+    systems: Sequence[System],
+    concepts: Sequence[Concept],
+    mentions: Sequence[EvalMention],
+    extra_names: Sequence[Tuple[str, str]],
+    protocols: Sequence[str] = PROTOCOLS,
+    progress: bool = True,
+) -> Dict[str, Dict[str, Dict[str, float]]]:
+    """{system: {protocol: metrics}} with every system on the same mentions and dictionaries."""
+    unknown = [p for p in protocols if p not in PROTOCOLS]
+    if unknown:
+        from ..errors import SapbertError
+
+        raise SapbertError(f"unknown protocol(s) {unknown}; choose from {list(PROTOCOLS)}")
+    kb = KnowledgeBase(concepts)
+    results: Dict[str, Dict[str, Dict[str, float]]] = {}
+    steps = [(s, p) for s in systems for p in protocols]
+    if progress:
+        from tqdm import tqdm
+
+        steps = tqdm(steps, desc="evaluating", unit="run")
+    retrievers: Dict[str, object] = {}
+    for system, protocol in steps:
+        retriever = retrievers.get(system.name)
+        if protocol == "strict" or retriever is None:
+            retriever = system.make(concepts)
+        if protocol == "biosyn":
+            if hasattr(retriever, "add_names"):
+                retriever.add_names(extra_names)  # only the new names are encoded
+            else:
+                retriever = system.make(with_extra_names(concepts, extra_names))
+        retrievers[system.name] = retriever
+        metrics, _ = score_retriever(retriever, mentions, kb)
+        results.setdefault(system.name, {})[protocol] = metrics
+    return results
+
+
+def run_benchmark(
+    corpus: Path,
+    vocabularies: Sequence[Tuple[Path, str, Mapping]],
+    *,
+    model: Optional[str],
+    pooling: str = "cls",
+    max_length: int = 25,
+    batch_size: int = 128,
+    device: str = "auto",
+    corpus_format: str = "auto",
+    labels: Optional[Sequence[str]] = None,
+    train: Sequence[Path] = (),
+    protocols: Sequence[str] = PROTOCOLS,
+    baselines: bool = False,
+    baseline_model: Optional[str] = None,
+    baseline_pooling: Optional[str] = None,
+    prep: Optional[Preprocessing] = None,
+    cache_dir: Optional[Path] = None,
+    title: Optional[str] = None,
+    memory: Sequence[Path] = (),
+    memory_settings: Optional[MemorySettings] = None,
+    tune: bool = False,
+    backend: str = "torch",
+    reachable_only: bool = False,
+) -> dict:
+    """Evaluate an encoder (and, with `baselines`, exact match, TF-IDF and the untuned encoder) on one corpus.
+
+    `memory`: annotated corpora whose mentions fill a mention memory; the encoder is then also run
+    with it (`memory_settings`, default the paper's), or, with `tune`, with the settings that
+    `tune_memory` finds best on this corpus (a dev set). `backend`: how the evaluated encoder runs
+    (torch, onnx, onnx-int8); the untuned baseline encoder runs on torch. `reachable_only`: score only
+    the mentions with a gold id in the vocabulary (an open subset, e.g. XL-BEL over open ontologies);
+    the others are counted in the report, never silently dropped.
+    """
+    from ..encoder import Encoder, default_pooling
+    from ..readers import read_vocabularies
+
+    prep = prep or Preprocessing()
+    normalizer = prep.normalizer
+    corpus_format = detect_corpus_format(corpus) if corpus_format == "auto" else corpus_format
+    kb = KnowledgeBase(read_vocabularies(vocabularies))
+    concepts = list(kb)
+    mentions, cuiless, _ = read_corpus(corpus, corpus_format, prep, labels)
+    extra: List[Tuple[str, str]] = []
+    for path in train:
+        train_mentions, _, _ = read_corpus(path, detect_corpus_format(path), prep, labels)
+        # training mentions become names as they are searched: query-normalized (spelling corrected)
+        extra += [(concept_id, normalizer.query(text)) for concept_id, text in training_names(train_mentions, kb)]
+    n_missing, absent = missing_gold(mentions, kb)
+    if reachable_only:
+        mentions = [m for m in mentions if any(i in kb for i in m.gold_set)]
+    memory_mentions: List[Tuple[str, str]] = []
+    for path in memory:
+        memory_corpus, _, _ = read_corpus(path, detect_corpus_format(path), prep, labels)
+        memory_mentions += [(text, concept_id) for concept_id, text in training_names(memory_corpus, kb)]
+
+    vocabulary = vocabulary_hash(kb)  # of the concepts as read; the normalizer is part of the cache key
+
+    encoders: Dict[Tuple[str, str, str], Encoder] = {}
+
+    def encoder_retriever(
+        name: str, model_name: str, model_pooling: str, memory_mentions=(), settings=None, model_backend: str = "torch"
+    ):
+        """A function dictionary -> LinkerRetriever; each model is loaded once."""
+        key = (model_name, model_pooling, model_backend)
+        if key not in encoders:
+            encoders[key] = Encoder(
+                model_name, pooling=model_pooling, max_length=max_length, batch_size=batch_size, device=device,
+                backend=model_backend,
+            )
+        encoder = encoders[key]
+
+        def make(dictionary: Sequence[Concept]) -> LinkerRetriever:
+            known = vocabulary if dictionary is concepts else None
+            index = build_encoder_index(encoder, dictionary, cache, known, normalizer)
+            return LinkerRetriever(name, encoder, index, memory_mentions, settings)
+
+        return make
+
+    def encoder_system(name: str, model_name: str, model_pooling: str, model_backend: str = "torch") -> System:
+        return System(name, encoder_retriever(name, model_name, model_pooling, model_backend=model_backend))
+
+    label = model_label(model) + (f" ({backend})" if backend != "torch" else "") if model else ""
+
+    def baseline_system(retriever_class) -> System:
+        return System(retriever_class.name, lambda dictionary: NormalizedBaseline(retriever_class, normalizer, dictionary))
+
+    with index_cache(cache_dir) as cache:
+        systems: List[System] = []
+        if baselines:
+            systems += [baseline_system(ExactMatchRetriever), baseline_system(TfidfRetriever)]
+            if baseline_model and (model is None or Path(baseline_model).resolve() != Path(model).resolve()):
+                pooling_ = baseline_pooling or default_pooling(baseline_model)
+                systems.append(encoder_system(f"untuned {model_label(baseline_model)}", baseline_model, pooling_))
+        if model:
+            systems.append(encoder_system(label, model, pooling, backend))
+        memory_report = None
+        if model and memory_mentions:
+            settings = memory_settings or MemorySettings()
+            grid_rows: List[Dict[str, Any]] = []
+            if tune:
+                tuning = encoder_retriever("tuning", model, pooling, memory_mentions, settings, backend)(concepts)
+                grid_rows = tune_memory(tuning, mentions, kb)
+                best = grid_rows[0]
+                settings = MemorySettings(**{key: best[key] for key in MEMORY_GRID})
+            name = f"{label} + memory" + (" (tuned here)" if tune else "")
+            systems.append(System(name, encoder_retriever(name, model, pooling, memory_mentions, settings, backend)))
+            memory_report = {
+                "corpora": [str(p) for p in memory],
+                "n_entries": len(set(memory_mentions)),
+                "settings": settings.to_dict(),
+                "tuned_on_this_corpus": tune,
+                "grid": grid_rows,
+            }
+        results = run_protocols(systems, concepts, mentions, extra, protocols)
+    return {
+        "title": title or Path(corpus).name,
+        "corpus": str(corpus),
+        "corpus_format": corpus_format,
+        "labels": list(labels or []),
+        "vocabularies": [str(p) for p, _, _ in vocabularies],
+        "n_concepts": len(concepts),
+        "n_mentions": len(mentions),
+        "n_cuiless": cuiless,
+        "n_missing_gold": n_missing,
+        "reachable_only": reachable_only,
+        "absent_gold_ids": absent,
+        "n_extra_names_biosyn": len(extra),
+        "train": [str(p) for p in train],
+        "preprocessing": {
+            "lowercase": prep.lowercase,
+            "remove_punctuation": prep.remove_punctuation,
+            "abbreviations": prep.abbreviations,
+            "spell_check_entries": len(prep.spell_check),
+        },
+        "model": model,
+        "pooling": pooling,
+        "memory": memory_report,
+        "results": results,
+    }

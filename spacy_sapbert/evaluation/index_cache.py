@@ -1,0 +1,91 @@
+"""Encoded vocabularies of evaluation runs, cached by everything their vectors depend on."""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import tempfile
+from pathlib import Path
+from typing import Iterator, List, Mapping, Optional, Sequence
+
+from ..index import ConceptIndex, META_FILE, check_vector_settings, encoder_settings, vocabulary_hash
+from ..kb import Concept, KnowledgeBase
+from ..normalizer import Normalizer
+
+
+# How build_encoder_index builds its indexes (the names are normalized by the index's Normalizer).
+EVAL_INDEX = {"normalize": True, "index_type": "flat"}
+# Part of the cache key of encoded vocabularies: raise it when an index format change alters what evaluation
+# reads from a cached index. Format 8 added definitions, which evaluation does not read, so format 7 caches stay.
+CACHE_INDEX_FORMAT = 7
+
+
+def build_encoder_index(
+    encoder,
+    concepts: Sequence[Concept],
+    cache_dir: Optional[Path] = None,
+    vocabulary: Optional[str] = None,
+    normalizer: Normalizer = Normalizer(),
+) -> ConceptIndex:
+    """The strict concept index for an encoder, reused from `cache_dir` when the same one was built before.
+
+    The cache folder's name is `index_cache_key` of everything the vectors depend on: the encoder's
+    fingerprint (weights and tokenizer), pooling, max_length, the index settings and the content of
+    the concepts and the normalizer (lowercase, punctuation, spelling corrections). A cached index is
+    checked against them again when it is read. `vocabulary`: vocabulary_hash(KnowledgeBase(concepts))
+    when the caller has it already.
+    """
+    settings = {**encoder_settings(encoder), **normalizer.settings(), "normalize": EVAL_INDEX["normalize"]}
+    merged: List[KnowledgeBase] = []
+
+    def knowledge_base() -> KnowledgeBase:
+        """The concepts merged by id, once for both the vocabulary hash and the build."""
+        if not merged:
+            merged.append(KnowledgeBase(concepts))
+        return merged[0]
+
+    def build() -> ConceptIndex:
+        return ConceptIndex.build(
+            knowledge_base(), lambda names: encoder.encode(names, progress=True), encoder=settings, normalizer=normalizer, **EVAL_INDEX
+        )
+
+    if not cache_dir:
+        return build()
+    vocabulary = vocabulary or vocabulary_hash(knowledge_base())
+    path = Path(cache_dir) / index_cache_key(settings, vocabulary)
+    if not (path / META_FILE).exists():
+        index = build()
+        index.to_disk(path)
+        return index
+    index = ConceptIndex.from_disk(path)
+    rebuild = f"delete {path} to encode it again"
+    check_vector_settings(
+        index.settings, settings, what=f"the cached index in {path}", rebuild=rebuild,
+        current_source="this run uses", encoder_source="this run's encoder has",
+    )
+    if index.vocabulary_hash != vocabulary or index.index_type != EVAL_INDEX["index_type"]:
+        from ..errors import IndexFormatError
+
+        raise IndexFormatError(
+            f"the cached index in {path} was built from the vocabulary {index.vocabulary_hash!r} "
+            f"({index.index_type}) but this run's is {vocabulary!r} ({EVAL_INDEX['index_type']}); {rebuild}"
+        )
+    return index
+
+
+@contextlib.contextmanager
+def index_cache(cache_dir: Optional[Path]) -> Iterator[Path]:
+    """`cache_dir`, or without one a temporary folder for one run, so that no strict index of a run
+    (the encoder's, the memory system's, the tuning's) is encoded twice."""
+    if cache_dir is not None:
+        yield Path(cache_dir)
+        return
+    with tempfile.TemporaryDirectory(prefix="sapbert-eval-index-") as tmp:
+        yield Path(tmp)
+
+
+def index_cache_key(settings: Mapping, vocabulary: str) -> str:
+    """The cache folder name of an index: a hash of its VECTOR_SETTINGS (encoder fingerprint, pooling,
+    max_length, the normalizer's settings, normalize), the index type, the vocabulary_hash and the index format."""
+    blob = json.dumps([CACHE_INDEX_FORMAT, dict(settings), EVAL_INDEX, vocabulary], sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode("utf8")).hexdigest()[:16]

@@ -1,0 +1,106 @@
+"""Evaluation queries: the scored mentions of a corpus, preprocessed as BioSyn did."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, List, Mapping, Optional, Sequence, Tuple
+
+from ..abbreviations import expand_abbreviations, find_abbreviations
+from ..normalizer import Normalizer
+from ..preprocess import gold_ids, is_cuiless, split_composite
+from ..readers.corpora import Document, Query
+
+
+@dataclass
+class EvalMention:
+    """One scored mention: its query strings as written (one, or one per composite part, abbreviations
+    resolved), normalized later by the system that searches them, and its gold id set."""
+
+    text: str
+    gold: str
+    queries: List[str]
+    doc_id: str = ""
+
+    @property
+    def gold_set(self) -> set:
+        return gold_ids(self.gold)
+
+
+@dataclass
+class Preprocessing:
+    """The protocol's query handling: abbreviation resolution, then the `Normalizer` of names and queries."""
+
+    lowercase: bool = True
+    remove_punctuation: bool = True
+    abbreviations: bool = True
+    spell_check: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def normalizer(self) -> Normalizer:
+        return Normalizer(self.lowercase, self.remove_punctuation).with_spell_check(self.spell_check)
+
+
+# queries ----------------------------------------------------------------------------------------
+
+
+def mention_parts(text: str, gold: str, listed_parts: Sequence[str] = ()) -> List[str]:
+    """The texts to search for one mention: the listed parts (BC5CDR), its composite split, or itself."""
+    if "|" not in gold:
+        return [text]
+    n_ids = len([g for g in gold.split("|") if g.strip()])
+    if listed_parts and len(listed_parts) == n_ids:
+        return list(listed_parts)
+    return [part for part, _ in split_composite(text, gold, pair_in_order=False)]
+
+
+def mentions_from_documents(
+    documents: Iterable[Document], prep: Preprocessing, labels: Optional[Iterable[str]] = None
+) -> Tuple[List[EvalMention], int]:
+    """Scored mentions of annotated documents, and how many had no concept (`-1`) and were left out."""
+    wanted = set(labels) if labels else None
+    mentions: List[EvalMention] = []
+    cuiless = 0
+    for document in documents:
+        abbreviations = find_abbreviations(document.text) if prep.abbreviations else []
+        for mention in document.mentions:
+            if wanted is not None and mention.label not in wanted:
+                continue
+            if is_cuiless(mention.gold):
+                cuiless += 1
+                continue
+            parts = mention_parts(mention.text, mention.gold, mention.parts)
+            if abbreviations:
+                parts = [expand_abbreviations(document.text, part, abbreviations) for part in parts]
+            mentions.append(EvalMention(mention.text, mention.gold, parts, document.id))
+    return mentions, cuiless
+
+
+def mentions_from_queries(queries: Iterable[Query], prep: Preprocessing) -> Tuple[List[EvalMention], int]:
+    """Scored mentions of query-only corpora (BioSyn .concept, XL-BEL): no document text to expand from."""
+    mentions: List[EvalMention] = []
+    cuiless = 0
+    for query in queries:
+        if is_cuiless(query.gold):
+            cuiless += 1
+            continue
+        parts = mention_parts(query.mention, query.gold)
+        mentions.append(EvalMention(query.mention, query.gold, parts, query.doc_id))
+    return mentions, cuiless
+
+
+def read_corpus(path: Path, corpus_format: str, prep: Preprocessing, labels: Optional[Sequence[str]] = None):
+    """(scored mentions, cui-less count, documents or None) of a corpus file."""
+    from ..readers.corpora import read_biosyn_concepts, read_pubtator, read_xlbel
+
+    if corpus_format == "pubtator":
+        documents = list(read_pubtator(path))
+        mentions, cuiless = mentions_from_documents(documents, prep, labels)
+        return mentions, cuiless, documents
+    readers = {"biosyn": read_biosyn_concepts, "xlbel": read_xlbel}
+    if corpus_format not in readers:
+        from ..errors import SapbertError
+
+        raise SapbertError(f"corpus format {corpus_format!r} is not supported; choose from pubtator, biosyn, xlbel")
+    queries = [q for q in readers[corpus_format](path) if not labels or q.label in labels]
+    mentions, cuiless = mentions_from_queries(queries, prep)
+    return mentions, cuiless, None

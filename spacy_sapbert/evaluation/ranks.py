@@ -1,0 +1,47 @@
+"""Scoring ranked candidates: the gold's rank per mention (composites: the worst part) and acc@k / MRR."""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from ..index import Candidate
+from ..kb import KnowledgeBase
+from .queries import EvalMention
+
+KS = tuple(range(1, 11))
+
+
+def gold_rank(candidates: Sequence[Candidate], gold: set, kb: KnowledgeBase) -> Optional[int]:
+    """1-based rank of the first candidate sharing an id (primary or alternative) with `gold`, else None."""
+    for rank, (cid, _) in enumerate(candidates, 1):
+        concept = kb.get(cid)
+        ids = concept.all_ids if concept is not None else [cid]
+        if gold.intersection(ids):
+            return rank
+    return None
+
+
+def mention_rank(part_ranks: Sequence[Optional[int]]) -> Optional[int]:
+    """A composite mention ranks as its worst part; None when any part was not found."""
+    if any(r is None for r in part_ranks):
+        return None
+    return max(part_ranks)  # type: ignore[type-var]
+
+
+def metrics_from_ranks(ranks: Sequence[Optional[int]], ks: Sequence[int] = KS) -> Dict[str, float]:
+    """acc@k for every k in `ks` and the mean reciprocal rank (0 for a miss)."""
+    n = len(ranks)
+    if n == 0:
+        return {**{f"acc@{k}": 0.0 for k in ks}, "mrr": 0.0}
+    out = {f"acc@{k}": sum(1 for r in ranks if r is not None and r <= k) / n for k in ks}
+    out["mrr"] = sum(1.0 / r for r in ranks if r is not None) / n
+    return out
+
+
+def score_retriever(
+    retriever, mentions: Sequence[EvalMention], kb: KnowledgeBase, k: int = max(KS)
+) -> Tuple[Dict[str, float], List[Optional[int]]]:
+    """Metrics and per-mention ranks; every distinct query string is searched once."""
+    distinct = sorted({q for m in mentions for q in m.queries})
+    ranked = dict(zip(distinct, retriever.rank(distinct, k))) if distinct else {}
+    ranks = [mention_rank([gold_rank(ranked[q], m.gold_set, kb) for q in m.queries]) for m in mentions]
+    return metrics_from_ranks(ranks), ranks
