@@ -454,6 +454,7 @@ def evaluate_command(
     mesh_trees: List[str] = typer.Option([], help="Keep only MeSH descriptors under these tree letters (e.g. D for chemicals)."),
     key_by: Optional[str] = typer.Option(None, help="Key the vocabulary's concepts by their cross-references with this prefix, e.g. UMLS: HPO, MONDO and DOID names under CUIs for XL-BEL."),
     reachable_only: bool = typer.Option(False, help="Score only mentions whose gold id is in the vocabulary (an open subset); the others are counted in the report."),
+    reranker: Optional[str] = typer.Option(None, help="A re-ranker folder (train-reranker): the model is also scored with it re-ordering its top 10 in the component."),
     model: Optional[str] = typer.Option(None, help="Encoder to evaluate (hub name or folder). Default: the offline all-MiniLM-L6-v2."),
     pooling: Optional[str] = typer.Option(None, help="cls or mean. Default: what the model folder declares (sentence-transformers' 1_Pooling), else cls."),
     max_length: int = typer.Option(25, help="Word pieces per name or mention."),
@@ -513,6 +514,7 @@ def evaluate_command(
         tune=tune_memory,
         backend=backend,
         reachable_only=reachable_only,
+        reranker=reranker,
     )
     if end_to_end:
         report["end_to_end"] = _end_to_end(end_to_end, corpus, label)

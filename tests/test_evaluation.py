@@ -435,3 +435,28 @@ def test_score_end_to_end_strict_overlap_and_ner_per_label():
     assert (ner["Chemical"]["tp"], ner["Chemical"]["fp"], ner["Chemical"]["fn"]) == (0, 1, 1)
     assert (ner["micro"]["tp"], ner["micro"]["fp"], ner["micro"]["fn"]) == (2, 3, 2)
     assert ner["micro"]["f1"] == pytest.approx(2 * (2 / 5) * (2 / 4) / (2 / 5 + 2 / 4))
+
+
+def test_evaluate_scores_a_reranker_through_the_component_and_refuses_one_of_another_encoder(tmp_path, tiny_bert):
+    import torch
+
+    from spacy_sapbert.reranker import Reranker
+
+    (tmp_path / "corpus.txt").write_text(PUBTATOR, encoding="utf8")
+    (tmp_path / "vocab.txt").write_text(
+        "D1||Heart failure|cardiac failure\nD2||Liver cancer|hepatoma\nD3||Kidney disease|nephropathy\n", encoding="utf8"
+    )
+    torch.manual_seed(0)
+    Reranker(tiny_bert, device="cpu").save(tmp_path / "reranker")  # an untrained head: any order, the same candidates
+    args = ["evaluate", str(tmp_path / "corpus.txt"), "--vocab", str(tmp_path / "vocab.txt"), "--model", tiny_bert,
+            "--cache-dir", str(tmp_path / "cache"), "--reranker", str(tmp_path / "reranker")]
+    result = CliRunner().invoke(app, args + ["--output", str(tmp_path / "r.json")])
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "r.json").read_text())
+    name = Path(tiny_bert).name
+    assert set(report["results"]) == {name, f"{name} + re-ranker"} and report["reranker"] == str(tmp_path / "reranker")
+    for protocol in ("strict", "biosyn"):  # the re-ranker re-orders the top 10 of the same search
+        assert report["results"][f"{name} + re-ranker"][protocol]["acc@10"] == report["results"][name][protocol]["acc@10"]
+    Reranker(tiny_bert, device="cpu").save(tmp_path / "other", trained_on={"encoder_fingerprint": "0" * 16, "normalizer": {}})
+    result = CliRunner().invoke(app, args[:-1] + [str(tmp_path / "other")])
+    assert result.exit_code == 1 and "was trained on the candidates of encoder 0000000000000000" in result.output

@@ -87,6 +87,7 @@ def run_benchmark(
     tune: bool = False,
     backend: str = "torch",
     reachable_only: bool = False,
+    reranker: Optional[str] = None,
 ) -> dict:
     """Evaluate an encoder (and, with `baselines`, exact match, TF-IDF and the untuned encoder) on one corpus.
 
@@ -95,7 +96,8 @@ def run_benchmark(
     `tune_memory` finds best on this corpus (a dev set). `backend`: how the evaluated encoder runs
     (torch, onnx, onnx-int8); the untuned baseline encoder runs on torch. `reachable_only`: score only
     the mentions with a gold id in the vocabulary (an open subset, e.g. XL-BEL over open ontologies);
-    the others are counted in the report, never silently dropped.
+    the others are counted in the report, never silently dropped. `reranker`: a re-ranker folder; the
+    model is also run with it in the component (its top k re-ordered), one more row.
     """
     from ..encoder import Encoder, default_pooling
     from ..readers import read_vocabularies
@@ -124,7 +126,8 @@ def run_benchmark(
     encoders: Dict[Tuple[str, str, str], Encoder] = {}
 
     def encoder_retriever(
-        name: str, model_name: str, model_pooling: str, memory_mentions=(), settings=None, model_backend: str = "torch"
+        name: str, model_name: str, model_pooling: str, memory_mentions=(), settings=None, model_backend: str = "torch",
+        reranker_folder: Optional[str] = None,
     ):
         """A function dictionary -> LinkerRetriever; each model is loaded once."""
         key = (model_name, model_pooling, model_backend)
@@ -138,7 +141,7 @@ def run_benchmark(
         def make(dictionary: Sequence[Concept]) -> LinkerRetriever:
             known = vocabulary if dictionary is concepts else None
             index = build_encoder_index(encoder, dictionary, cache, known, normalizer)
-            return LinkerRetriever(name, encoder, index, memory_mentions, settings)
+            return LinkerRetriever(name, encoder, index, memory_mentions, settings, reranker_folder)
 
         return make
 
@@ -159,6 +162,9 @@ def run_benchmark(
                 systems.append(encoder_system(f"untuned {model_label(baseline_model)}", baseline_model, pooling_))
         if model:
             systems.append(encoder_system(label, model, pooling, backend))
+        if model and reranker:
+            name = f"{label} + re-ranker"
+            systems.append(System(name, encoder_retriever(name, model, pooling, model_backend=backend, reranker_folder=reranker)))
         memory_report = None
         if model and memory_mentions:
             settings = memory_settings or MemorySettings()
@@ -189,6 +195,7 @@ def run_benchmark(
         "n_cuiless": cuiless,
         "n_missing_gold": n_missing,
         "reachable_only": reachable_only,
+        "reranker": reranker,
         "absent_gold_ids": absent,
         "n_extra_names_biosyn": len(extra),
         "train": [str(p) for p in train],

@@ -111,7 +111,8 @@ def evaluation_linker(encoder, index: ConceptIndex, memory_settings: Optional[Me
 
 class LinkerRetriever:
     """An encoder system scored through the component's own search (`SapbertLinker.search_texts`);
-    with `memory` (annotated (text, concept id) pairs) its mention memory is filled (kNN-BioEL)."""
+    with `memory` (annotated (text, concept id) pairs) its mention memory is filled (kNN-BioEL), with
+    `reranker` (a re-ranker folder) the component re-orders its candidates with it."""
 
     def __init__(
         self,
@@ -120,11 +121,14 @@ class LinkerRetriever:
         index: ConceptIndex,
         memory: Sequence[Tuple[str, str]] = (),
         settings: Optional[MemorySettings] = None,
+        reranker: Optional[str] = None,
     ):
         self.name = name
         self.linker = evaluation_linker(encoder, index, settings)
         if memory:
             self.linker.add_mentions(memory)
+        if reranker:
+            self.linker.set_reranker(reranker)
 
     def rank(self, texts: Sequence[str], k: int) -> List[List[Candidate]]:
         return [hits[:k] for hits in self.linker.search_texts(texts)]
