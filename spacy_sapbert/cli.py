@@ -1,6 +1,7 @@
 """Command line: `python -m spacy_sapbert COMMAND --help`."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -609,6 +610,39 @@ def add_reranker_command(
     nlp.get_pipe(component).set_reranker(reranker)
     save_pipeline(nlp, output, overwrite=overwrite)
     typer.echo(f"re-ranker {reranker} added to {component} in {output}", err=True)
+
+
+@app.command("choose-pipeline")
+def choose_pipeline_command(
+    corpus: Path = typer.Argument(..., help="Annotated dev corpus (PubTator) whose gold mentions the candidates link; never a test set."),
+    pipelines: List[Path] = typer.Argument(..., help="Saved candidate pipelines, simplest first (a tie goes to the earlier one)."),
+    output: Path = typer.Option(..., help="Folder to write the chosen pipeline to."),
+    report: Optional[Path] = typer.Option(None, help="Write each candidate's dev accuracy and the choice here (JSON)."),
+    label: List[str] = typer.Option([], help="Only gold mentions with these labels."),
+    overwrite: bool = typer.Option(False, help=OVERWRITE_HELP),
+) -> None:
+    """Link a dev corpus's gold mentions with each candidate pipeline (its mention finders left out) and
+    save the most accurate one: the project's `best` workflow keeps a stage only when dev says so."""
+    import spacy
+
+    from .evaluation import evaluate_end_to_end
+    from .io import atomic_write_text
+    from .outputs import check_pipeline_output
+    from .pipeline import save_pipeline
+    from .readers.corpora import read_pubtator
+
+    check_pipeline_output(output, overwrite)
+    documents = list(read_pubtator(corpus))
+    scores = []
+    for path in pipelines:
+        gold = evaluate_end_to_end(spacy.load(path), documents, label or None, gold_mentions=True)
+        scores.append({"pipeline": str(path), "accuracy": gold["recall"], "right": gold["tp"], "linked": gold["tp"] + gold["fn"]})
+        typer.echo(f"{path}: {100 * gold['recall']:.1f} ({gold['tp']} of {gold['tp'] + gold['fn']} gold mentions)", err=True)
+    best = max(range(len(scores)), key=lambda i: (scores[i]["accuracy"], -i))
+    save_pipeline(spacy.load(pipelines[best]), output, overwrite=overwrite)
+    if report is not None:
+        atomic_write_text(report, json.dumps({"corpus": str(corpus), "candidates": scores, "chosen": str(pipelines[best])}, indent=2) + "\n")
+    typer.echo(f"chosen: {pipelines[best]}, written to {output}", err=True)
 
 
 def _end_to_end(pipeline: Path, corpus: Path, labels: List[str]) -> dict:

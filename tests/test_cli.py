@@ -190,3 +190,35 @@ def test_commands_on_a_pipeline_without_linker_fail_in_one_line(tmp_path):
         result = runner.invoke(app, command + [str(tmp_path / "plain")])
         assert result.exit_code == 1
         assert error_line(result) == "error: the pipeline has no sapbert_linker component; its components: ['sentencizer']"
+
+
+def test_choose_pipeline_keeps_the_candidate_that_links_dev_best(tmp_path, tiny_bert):
+    import json
+
+    import spacy
+    from typer.testing import CliRunner
+
+    from spacy_sapbert.cli import app
+    from spacy_sapbert.kb import Concept
+    from spacy_sapbert.pipeline import build_pipeline, save_pipeline
+
+    text = "Hepatoma and heart failure."
+    (tmp_path / "dev.txt").write_text(
+        f"1|t|{text}\n1|a|\n1\t0\t8\tHepatoma\tDisease\tD2\n1\t13\t26\theart failure\tDisease\tD1\n\n", encoding="utf8")
+    full = [Concept("D1", "heart failure"), Concept("D2", "hepatoma"), Concept("D3", "kidney disease")]
+    lacking = [Concept("D1", "heart failure"), Concept("D3", "kidney disease")]  # cannot link hepatoma
+    for name, concepts in (("lacking", lacking), ("full", full)):
+        nlp = build_pipeline(concepts, tiny_bert, label=None, linker_config={"device": "cpu", "pooling": "mean"})
+        save_pipeline(nlp, tmp_path / name)
+    runner = CliRunner()
+    result = runner.invoke(app, ["choose-pipeline", str(tmp_path / "dev.txt"), str(tmp_path / "lacking"), str(tmp_path / "full"),
+                                 "--output", str(tmp_path / "best"), "--report", str(tmp_path / "best.json")])
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "best.json").read_text())
+    assert [c["accuracy"] for c in report["candidates"]] == [0.5, 1.0] and report["chosen"] == str(tmp_path / "full")
+    assert spacy.load(tmp_path / "best").get_pipe("sapbert_linker").concept("D2") is not None
+    result = runner.invoke(app, ["choose-pipeline", str(tmp_path / "dev.txt"), str(tmp_path / "full"), str(tmp_path / "best"),
+                                 "--output", str(tmp_path / "tie"), "--report", str(tmp_path / "tie.json")])
+    assert result.exit_code == 0 and json.loads((tmp_path / "tie.json").read_text())["chosen"] == str(tmp_path / "full")
+    result = runner.invoke(app, ["choose-pipeline", str(tmp_path / "dev.txt"), str(tmp_path / "full"), "--output", str(tmp_path / "best")])
+    assert result.exit_code == 1 and "--overwrite" in result.output  # an existing output is never replaced silently
