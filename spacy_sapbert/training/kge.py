@@ -91,10 +91,7 @@ def train_kge(config: KgeConfig, resume: bool = False) -> Path:
     from .checkpoints import write_dir
 
     config.validate()
-    require("pykeen")
-    from pykeen.models import RotatE, TransE
-    from pykeen.training import SLCWATrainingLoop
-    from pykeen.triples import TriplesFactory
+    models, training, triples_module = (require(f"pykeen.{name}") for name in ("models", "training", "triples"))
 
     triples = collect_triples(config.vocab, config.mrrel)
     if not triples:
@@ -102,11 +99,11 @@ def train_kge(config: KgeConfig, resume: bool = False) -> Path:
     output = Path(config.output)
     output.mkdir(parents=True, exist_ok=True)
     atomic_write_text(output / KGE_CONFIG_FILE, json.dumps(dataclasses.asdict(config), indent=2) + "\n")
-    factory = TriplesFactory.from_labeled_triples(numpy.array(triples, dtype=str))
-    model_class = {"TransE": TransE, "RotatE": RotatE}[config.model]
+    factory = triples_module.TriplesFactory.from_labeled_triples(numpy.array(triples, dtype=str))
+    model_class = getattr(models, config.model)  # TransE or RotatE (validated)
     device = resolve_device(config.device)
     model = model_class(triples_factory=factory, embedding_dim=config.dim, random_seed=config.seed).to(device)
-    loop = SLCWATrainingLoop(
+    loop = training.SLCWATrainingLoop(
         model=model, triples_factory=factory, optimizer="Adam", optimizer_kwargs={"lr": config.lr},
         negative_sampler_kwargs={"num_negs_per_pos": config.negatives},
     )
