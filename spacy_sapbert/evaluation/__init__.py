@@ -6,7 +6,6 @@ biosyn protocol's extra names), `retrievers` (exact match, TF-IDF, the encoder t
 search), `ranks` (acc@k and MRR), `end_to_end` (whole pipelines on raw text), `reports` (table and
 plot) and `benchmark` (one `evaluate` run).
 
-
 Queries are preprocessed as BioSyn did (abbreviations resolved from the document, then the
 `Normalizer`: lowercase, punctuation to spaces, NCBI spell-check list); dictionary names get the same
 normalization. The encoder systems are scored through the `sapbert_linker` component's own search
