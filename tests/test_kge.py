@@ -219,3 +219,15 @@ def test_sap_with_ms_v3_uses_the_kge_margins_and_falls_back_to_v2(tmp_path, tiny
     v3, log = sap_run(tmp_path, tiny_bert, covered, "v3", loss="ms-v3", kge=str(kge_embedding))
     assert not all(torch.equal(v2_covered[k], v3[k]) for k in v3)  # the margins changed the training
     assert sum(e["kge_pairs"] for e in log) > 0 and sum(e["fallback_pairs"] for e in log) > 0
+
+
+def test_an_earlier_checkpoint_is_refused_without_resume_and_kept(kge_model):
+    from spacy_sapbert.training.kge import KgeConfig, train_kge
+
+    checkpoint = kge_model / "checkpoints" / "kge.pt"
+    before = checkpoint.stat().st_mtime_ns
+    config = KgeConfig(output=str(kge_model), vocab=[str(kge_model.parent / "hp.obo")], dim=8, epochs=3, batch_size=8,
+                       device="cpu", progress=False)
+    with pytest.raises(SapbertError, match=r"kge.pt: an earlier run's checkpoint; continue it with resume"):
+        train_kge(config)
+    assert checkpoint.stat().st_mtime_ns == before

@@ -36,6 +36,7 @@ __all__ = ["KGE_CONFIG_FILE", "KGE_MODELS", "KgeConfig", "KgeEmbeddings", "colle
 KGE_CONFIG_FILE = "kge_config.json"
 KGE_MODELS = ("TransE", "RotatE")
 MODEL_FILES = ("entities.txt", "embeddings.npy", "kge.json")
+CHECKPOINT = "kge.pt"  # PyKEEN's checkpoint file in output/checkpoints
 
 
 @dataclass
@@ -85,12 +86,18 @@ def collect_triples(vocab: Sequence[str], mrrel: Sequence[str] = ()) -> List[Tri
 
 
 def train_kge(config: KgeConfig, resume: bool = False) -> Path:
-    """Train the embedding; the path of output/model. resume=True continues from PyKEEN's checkpoint."""
+    """Train the embedding; the path of output/model. resume=True continues from PyKEEN's checkpoint; without
+    it an existing checkpoint is refused (never deleted: `train-kge --overwrite` clears a run of ours)."""
     from ..encoder import resolve_device
     from ..io import atomic_write_text
     from .checkpoints import write_dir
 
     config.validate()
+    checkpoint = Path(config.output) / "checkpoints" / CHECKPOINT
+    if checkpoint.exists() and not resume:  # PyKEEN would quietly continue from it
+        raise SapbertError(
+            f"{checkpoint}: an earlier run's checkpoint; continue it with resume (--resume), or start again with --overwrite"
+        )
     models, training, triples_module = (require(f"pykeen.{name}") for name in ("models", "training", "triples"))
 
     triples = collect_triples(config.vocab, config.mrrel)
@@ -108,11 +115,9 @@ def train_kge(config: KgeConfig, resume: bool = False) -> Path:
         negative_sampler_kwargs={"num_negs_per_pos": config.negatives},
     )
     checkpoints = output / "checkpoints"
-    if not resume and (checkpoints / "kge.pt").exists():
-        (checkpoints / "kge.pt").unlink()  # this run's own checkpoint from an earlier start: begin again
     losses = loop.train(
         triples_factory=factory, num_epochs=config.epochs, batch_size=config.batch_size, use_tqdm=config.progress,
-        checkpoint_name="kge.pt", checkpoint_directory=str(checkpoints), checkpoint_frequency=0, checkpoint_on_failure=True,
+        checkpoint_name=CHECKPOINT, checkpoint_directory=str(checkpoints), checkpoint_frequency=0, checkpoint_on_failure=True,
     ) or []
     atomic_write_text(output / "train_log.jsonl", "".join(
         json.dumps({"epoch": epoch, "loss": round(float(loss), 6)}) + "\n" for epoch, loss in enumerate(losses, 1)
