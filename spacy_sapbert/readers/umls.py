@@ -5,7 +5,7 @@ one empty. Column lists as in MRFILES.RRF.
 """
 from __future__ import annotations
 
-from typing import Collection, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Collection, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..kb import Concept
 from . import LinePolicy, MalformedLine, PathLike, check_file, numbered_lines
@@ -204,22 +204,17 @@ def parse_mrsty_line(line: str) -> Tuple[str, str]:
 
 def read_mrsty(path: PathLike, strict: bool = True) -> Dict[str, List[str]]:
     """CUI -> its semantic type ids (TUIs, e.g. "T116") from MRSTY.RRF, in file order."""
-    path = check_file(path)
-    policy = LinePolicy(path, strict)
     types: Dict[str, List[str]] = {}
-    for line_no, line in numbered_lines(path, policy):
-        if not line.strip():
-            continue
-        try:
-            cui, tui = parse_mrsty_line(line)
-        except MalformedLine as err:
-            policy.reject(line_no, str(err), line)
-            continue
+    for cui, tui in read_mrsty_rows(path, strict):
         tuis = types.setdefault(cui, [])
         if tui not in tuis:
             tuis.append(tui)
-    policy.finish(stacklevel=2)
     return types
+
+
+def read_mrsty_rows(path: PathLike, strict: bool = True) -> Iterator[Tuple[str, str]]:
+    """(CUI, TUI) of each MRSTY.RRF row, streamed."""
+    return parsed_rows(check_file(path), strict, parse_mrsty_line)
 
 
 def parse_mrdef_line(line: str) -> Tuple[str, str, str, str]:
@@ -266,21 +261,39 @@ def parse_mrrel_tradename(line: str) -> Optional[Tuple[str, str]]:
     return f[0], f[4]
 
 
+def parse_mrrel_relation(line: str) -> Optional[Tuple[str, str, str]]:
+    """(CUI1, RELA or else REL, CUI2) of one MRREL.RRF row; None for a suppressed row or a self-relation."""
+    f = split_rrf(line, MRREL_COLUMNS)
+    if not f[0] or not f[4] or not f[3]:
+        raise MalformedLine("empty CUI1, REL or CUI2")
+    if f[14] in SUPPRESSED or f[0] == f[4]:
+        return None
+    return f[0], f[7] or f[3], f[4]
+
+
 def read_mrrel_tradenames(path: PathLike, strict: bool = True) -> Iterator[Tuple[str, str]]:
     """(CUI1, CUI2) pairs of the MRREL rows relating a drug and its trade name (streamed)."""
-    return _read_mrrel_tradenames(check_file(path), strict)
+    return parsed_rows(check_file(path), strict, parse_mrrel_tradename)
 
 
-def _read_mrrel_tradenames(path: PathLike, strict: bool) -> Iterator[Tuple[str, str]]:
+def read_mrrel(path: PathLike, strict: bool = True) -> Iterator[Tuple[str, str, str]]:
+    """(CUI1, relation, CUI2) triples of every MRREL row (`parse_mrrel_relation`), streamed: the UMLS
+    relations of a knowledge-graph embedding. A malformed row names the file and line."""
+    return parsed_rows(check_file(path), strict, parse_mrrel_relation)
+
+
+def parsed_rows(path: PathLike, strict: bool, parse: Callable[[str], Any]) -> Iterator[Any]:
+    """What `parse` makes of each non-blank line of an RRF file (None: skipped), streamed; a malformed
+    line raises naming the file and line, or (not strict) is counted and warned about at the end."""
     policy = LinePolicy(path, strict)
     for line_no, line in numbered_lines(path, policy):
         if not line.strip():
             continue
         try:
-            pair = parse_mrrel_tradename(line)
+            item = parse(line)
         except MalformedLine as err:
             policy.reject(line_no, str(err), line)
             continue
-        if pair is not None:
-            yield pair
+        if item is not None:
+            yield item
     policy.finish()

@@ -267,19 +267,16 @@ def _encode_all(model, tokenizer, texts: Sequence[Query], config: DhnsConfig, de
 def _encode_batch(model, tokenizer, batch: Sequence[MinedExample], config: DhnsConfig, device) -> torch.Tensor:
     """Vectors of a batch's queries, then their positives, then all hard negatives (the forward pass);
     queries in context go through `context_vectors`, names always alone."""
-    negatives = [text for example in batch for text in example.negatives]
-    names = [e.positive for e in batch] + negatives
+    names = [e.positive for e in batch] + [text for example in batch for text in example.negatives]
     queries = [e.query for e in batch]
+
+    def alone(texts: Sequence[str]) -> torch.Tensor:
+        return embed_texts(model, tokenizer, texts, max_length=config.max_length, pooling=config.pooling, device=device,
+                           chunk_size=config.encode_chunk)
+
     if isinstance(queries[0], MentionInContext):
-        query_vectors = context_vectors(model, tokenizer, queries, window=config.context_window, device=device)
-        return torch.cat([query_vectors, embed_texts(
-            model, tokenizer, names, max_length=config.max_length, pooling=config.pooling, device=device,
-            chunk_size=config.encode_chunk,
-        )])
-    return embed_texts(
-        model, tokenizer, queries + names, max_length=config.max_length, pooling=config.pooling, device=device,
-        chunk_size=config.encode_chunk,
-    )
+        return torch.cat([context_vectors(model, tokenizer, queries, window=config.context_window, device=device), alone(names)])
+    return alone(queries + names)
 
 
 def _batch_loss(vectors: torch.Tensor, batch: Sequence[MinedExample], temperature: float, device) -> torch.Tensor:

@@ -27,6 +27,7 @@ current concept are bounded as follows:
 """
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Collection, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
@@ -35,7 +36,7 @@ from ..io import atomic_write
 from ..kb import Concept, unique
 from ..normalizer import Normalizer
 from ..readers import LinePolicy, MalformedLine, PathLike, check_file, numbered_lines
-from ..readers.umls import MRSTY_COLUMNS, read_mrconso, read_mrrel_tradenames, read_mrsty, split_rrf
+from ..readers.umls import read_mrconso, read_mrrel_tradenames, read_mrsty, read_mrsty_rows
 
 __all__ = [
     "clean_name",
@@ -86,13 +87,13 @@ def name_languages(rows: Iterable[Tuple[str, str, str]], lowercase: bool = True)
 
 def write_name_languages(path: PathLike, items: Iterable[Tuple[str, str, str]]) -> Dict[str, int]:
     """Write ``ID<TAB>LAT<TAB>name`` lines atomically; the name count per language."""
-    counts: Dict[str, int] = {}
+    counts: Counter = Counter()
 
     def writer(tmp: Path) -> None:
         with open(tmp, "w", encoding="utf8", newline="\n") as handle:
             for concept_id, language, name in items:
                 handle.write(f"{concept_id}\t{language}\t{name}\n")
-                counts[language] = counts.get(language, 0) + 1
+                counts[language] += 1
 
     atomic_write(path, writer)
     return dict(sorted(counts.items()))
@@ -176,22 +177,6 @@ def tradename_partners(mrrel: PathLike, strict: bool = True) -> Dict[str, Set[st
     return partners
 
 
-def _mrsty_rows(path: Path, strict: bool) -> Iterator[Tuple[str, str]]:
-    policy = LinePolicy(path, strict)
-    for line_no, line in numbered_lines(path, policy):
-        if not line.strip():
-            continue
-        try:
-            fields = split_rrf(line, MRSTY_COLUMNS)
-            if not fields[0] or not fields[1]:
-                raise MalformedLine("empty CUI or TUI")
-        except MalformedLine as err:
-            policy.reject(line_no, str(err), line)
-            continue
-        yield fields[0], fields[1]
-    policy.finish()
-
-
 def _with_types(concepts: Iterable[Concept], mrsty: Path, strict: bool) -> Iterator[Concept]:
     """Concepts with `types` from MRSTY: merge-joined on CUI when both files are CUI-sorted, else a dict.
 
@@ -199,14 +184,14 @@ def _with_types(concepts: Iterable[Concept], mrsty: Path, strict: bool) -> Itera
     later in an unsorted file); if MRCONSO goes back to a smaller CUI, the join switches to the dict.
     """
     previous = ""
-    for cui, _ in _mrsty_rows(mrsty, strict):
+    for cui, _ in read_mrsty_rows(mrsty, strict):
         if cui < previous:
             table: Optional[Dict[str, List[str]]] = read_mrsty(mrsty, strict=strict)
             break
         previous = cui
     else:
         table = None
-    rows = _mrsty_rows(mrsty, strict)
+    rows = read_mrsty_rows(mrsty, strict)
     pending: Optional[Tuple[str, str]] = next(rows, None) if table is None else None
     last_cui = ""
     for concept in concepts:

@@ -21,7 +21,7 @@ import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Sequence, Tuple
 
 import numpy
 import torch
@@ -79,7 +79,7 @@ def collect_triples(vocab: Sequence[str], mrrel: Sequence[str] = ()) -> List[Tri
         format = resolve_format(path, "auto")
         triples.extend(concept_relations(read_vocabulary(path, format)))
         if format in ("obo", "obo-json"):
-            triples.extend(obo_is_a(path))
+            triples.extend(obo_is_a(path, format))
     for path in mrrel:
         triples.extend(read_mrrel(path))
     return distinct(triples)
@@ -93,7 +93,9 @@ def train_kge(config: KgeConfig, resume: bool = False) -> Path:
     from .checkpoints import write_dir
 
     config.validate()
-    checkpoint = Path(config.output) / "checkpoints" / CHECKPOINT
+    output = Path(config.output)
+    checkpoints = output / "checkpoints"
+    checkpoint = checkpoints / CHECKPOINT
     if checkpoint.exists() and not resume:  # PyKEEN would quietly continue from it
         raise SapbertError(
             f"{checkpoint}: an earlier run's checkpoint; continue it with resume (--resume), or start again with --overwrite"
@@ -103,7 +105,6 @@ def train_kge(config: KgeConfig, resume: bool = False) -> Path:
     triples = collect_triples(config.vocab, config.mrrel)
     if not triples:
         raise SapbertError(f"kge: no relations in {', '.join(list(config.vocab) + list(config.mrrel))}")
-    output = Path(config.output)
     output.mkdir(parents=True, exist_ok=True)
     atomic_write_text(output / KGE_CONFIG_FILE, json.dumps(dataclasses.asdict(config), indent=2) + "\n")
     factory = triples_module.TriplesFactory.from_labeled_triples(numpy.array(triples, dtype=str))
@@ -114,7 +115,6 @@ def train_kge(config: KgeConfig, resume: bool = False) -> Path:
         model=model, triples_factory=factory, optimizer="Adam", optimizer_kwargs={"lr": config.lr},
         negative_sampler_kwargs={"num_negs_per_pos": config.negatives},
     )
-    checkpoints = output / "checkpoints"
     losses = loop.train(
         triples_factory=factory, num_epochs=config.epochs, batch_size=config.batch_size, use_tqdm=config.progress,
         checkpoint_name=CHECKPOINT, checkpoint_directory=str(checkpoints), checkpoint_frequency=0, checkpoint_on_failure=True,
@@ -142,7 +142,7 @@ def train_kge(config: KgeConfig, resume: bool = False) -> Path:
 
 class KgeEmbeddings:
     """The unit vectors of a trained knowledge-graph embedding (output/model of `train-kge`), looked up by
-    concept id. `similarity(ids)` counts the pairs it could and could not score."""
+    concept id; `similarity` gives NaN for a concept without one (the loss then keeps v2's margins)."""
 
     def __init__(self, folder: str):
         self.folder = Path(folder)
@@ -173,6 +173,3 @@ class KgeEmbeddings:
         distinct_ids = set(concept_ids)
         return sum(1 for concept_id in distinct_ids if concept_id in self.row), len(distinct_ids)
 
-
-def load_kge(folder: Optional[str]) -> Optional[KgeEmbeddings]:
-    return KgeEmbeddings(folder) if folder else None

@@ -16,6 +16,8 @@ from the earliest vocabulary file, so MEDIC or MeSH ids come first when those fi
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -100,8 +102,8 @@ def _keys(concept: Concept, prefixes: Sequence[str]) -> List[str]:
 
 
 def merge_by_xrefs(concepts: Iterable[Concept], prefixes: Sequence[str] = MERGE_PREFIXES) -> Tuple[List[Concept], MergeReport]:
-    """The classes of `concepts` joined by shared ids (see the module docstring), as Concepts: the first
-    member's id and name, every member's names as synonyms, the other members' ids as xrefs. Pure."""
+    """The classes of `concepts` joined by shared ids (see the module docstring), as Concepts: the members
+    merged into the first (`Concept.merged`), with the other members' ids as xrefs. Pure."""
     concepts = list(concepts)
     prefixes = tuple(prefix.upper() for prefix in prefixes)
     holders: Dict[str, List[int]] = {}
@@ -126,14 +128,8 @@ def merge_by_xrefs(concepts: Iterable[Concept], prefixes: Sequence[str] = MERGE_
     merged = []
     for root in sorted(members):
         group = [concepts[row] for row in members[root]]
-        first = group[0]
-        names = unique(name for concept in group for name in concept.names)
-        merged.append(Concept(
-            id=first.id, name=first.name, synonyms=names[1:], types=unique(t for c in group for t in c.types),
-            xrefs=unique([c.id for c in group[1:]] + [x for c in group for x in c.xrefs]),
-            alt_ids=unique(a for c in group for a in c.alt_ids), definition=first.definition,
-            sources=unique(s for c in group for s in c.sources),
-        ))
+        joined = functools.reduce(Concept.merged, group[1:], group[0])
+        merged.append(dataclasses.replace(joined, xrefs=[c.id for c in group[1:]] + joined.xrefs))
     report.classes = len(merged)
     report.class_sizes = dict(sorted(Counter(len(rows) for rows in members.values()).items()))
     biggest = max(members.values(), key=len)

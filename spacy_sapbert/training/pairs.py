@@ -23,7 +23,7 @@ from typing import Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple,
 from ..errors import SapbertError, VocabularyFormatError
 from ..io import atomic_write
 from ..kb import Concept, KnowledgeBase, unique
-from ..readers import PathLike, check_file, line_start
+from ..readers import LinePolicy, PathLike, check_file, line_start, numbered_lines
 from .extract import clean_name
 
 __all__ = [
@@ -128,10 +128,9 @@ TRANSLATION_PREFIX = "translation:"  # the label of a translation pair: its own,
 def translation_pairs(path: PathLike, lowercase: bool = True, file_number: int = 0) -> Iterator[Pair]:
     """XL-BEL's extra classes: one pair per ``src||tgt`` line of a bilingual word/phrase dictionary, each
     with its own label ("translation:<file_number>:<line>"; number the files of one pairs file apart), so
-    a translation pulls its two sides together and pushes them from every other class. Names are cleaned as extraction cleans them. A line without exactly
-    two non-empty sides names the file and line; blank lines are skipped."""
-    from ..readers import LinePolicy, numbered_lines
-
+    a translation pulls its two sides together and pushes them from every other class. Names are cleaned
+    as extraction cleans them. A line without exactly two non-empty sides names the file and line; blank
+    lines are skipped."""
     path = check_file(path)
     policy = LinePolicy(path, strict=True)
     for line_no, line in numbered_lines(path, policy):
