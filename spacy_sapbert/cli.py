@@ -633,13 +633,15 @@ def choose_pipeline_command(
 
     check_pipeline_output(output, overwrite)
     documents = list(read_pubtator(corpus))
-    scores = []
-    for path in pipelines:
-        gold = evaluate_end_to_end(spacy.load(path), documents, label or None, gold_mentions=True)
+    scores, best, best_nlp = [], 0, None
+    for number, path in enumerate(pipelines):
+        nlp = spacy.load(path)
+        gold = evaluate_end_to_end(nlp, documents, label or None, gold_mentions=True)
         scores.append({"pipeline": str(path), "accuracy": gold["recall"], "right": gold["tp"], "linked": gold["tp"] + gold["fn"]})
         typer.echo(f"{path}: {100 * gold['recall']:.1f} ({gold['tp']} of {gold['tp'] + gold['fn']} gold mentions)", err=True)
-    best = max(range(len(scores)), key=lambda i: (scores[i]["accuracy"], -i))
-    save_pipeline(spacy.load(pipelines[best]), output, overwrite=overwrite)
+        if best_nlp is None or gold["recall"] > scores[best]["accuracy"]:  # a tie keeps the earlier, simpler one
+            best, best_nlp = number, nlp
+    save_pipeline(best_nlp, output, overwrite=overwrite)
     if report is not None:
         atomic_write_text(report, json.dumps({"corpus": str(corpus), "candidates": scores, "chosen": str(pipelines[best])}, indent=2) + "\n")
     typer.echo(f"chosen: {pipelines[best]}, written to {output}", err=True)

@@ -21,7 +21,7 @@ from .errors import SapbertError
 
 __all__ = [
     "CONTEXT_CHARS", "MENTION_END", "MENTION_START", "MentionInContext", "add_markers", "context_vectors", "has_markers",
-    "infer_context_vectors", "window_ids",
+    "infer_context_vectors", "window_ids", "window_rows",
 ]
 
 MENTION_START, MENTION_END = "[Ms]", "[Me]"
@@ -43,8 +43,8 @@ class MentionInContext:
 
 
 def has_markers(tokenizer) -> bool:
-    vocabulary = tokenizer.get_vocab()
-    return MENTION_START in vocabulary and MENTION_END in vocabulary
+    """Whether the tokenizer knows [Ms] and [Me] (a look-up, not a copy of the vocabulary)."""
+    return tokenizer.unk_token_id not in tokenizer.convert_tokens_to_ids([MENTION_START, MENTION_END])
 
 
 def add_markers(tokenizer, model) -> bool:
@@ -67,27 +67,36 @@ def _split_budget(budget: int, left: int, right: int) -> Tuple[int, int]:
 
 def window_ids(tokenizer, item: MentionInContext, window: int) -> Tuple[List[int], int, int]:
     """(input ids of the window, first and end position of the mention's word pieces in them)."""
+    return window_rows(tokenizer, [item], window)[0]
+
+
+def window_rows(tokenizer, items: Sequence[MentionInContext], window: int) -> List[Tuple[List[int], int, int]]:
+    """`window_ids` of each item, from one tokenizer call over every left context, mention and right context."""
     if window < MIN_WINDOW:
         raise SapbertError(f"context window {window} is too small: at least {MIN_WINDOW} word pieces")
     start_id, end_id = tokenizer.convert_tokens_to_ids([MENTION_START, MENTION_END])
-    pieces = tokenizer(
-        [item.text[max(0, item.start - CONTEXT_CHARS) : item.start], item.mention, item.text[item.end : item.end + CONTEXT_CHARS]],
-        add_special_tokens=False,
-    )["input_ids"]
-    left, mention, right = pieces
-    mention = mention[: window - 4] or [tokenizer.unk_token_id]
-    take_left, take_right = _split_budget(window - 4 - len(mention), len(left), len(right))
-    ids = (
-        [tokenizer.cls_token_id] + left[len(left) - take_left :] + [start_id] + mention + [end_id]
-        + right[:take_right] + [tokenizer.sep_token_id]
-    )
-    first = 2 + take_left
-    return ids, first, first + len(mention)
+    texts = [
+        part for item in items
+        for part in (item.text[max(0, item.start - CONTEXT_CHARS) : item.start], item.mention, item.text[item.end : item.end + CONTEXT_CHARS])
+    ]
+    pieces = tokenizer(texts, add_special_tokens=False)["input_ids"]
+    rows = []
+    for at in range(0, len(pieces), 3):
+        left, mention, right = pieces[at : at + 3]
+        mention = mention[: window - 4] or [tokenizer.unk_token_id]
+        take_left, take_right = _split_budget(window - 4 - len(mention), len(left), len(right))
+        ids = (
+            [tokenizer.cls_token_id] + left[len(left) - take_left :] + [start_id] + mention + [end_id]
+            + right[:take_right] + [tokenizer.sep_token_id]
+        )
+        first = 2 + take_left
+        rows.append((ids, first, first + len(mention)))
+    return rows
 
 
 def context_vectors(model, tokenizer, items: Sequence[MentionInContext], *, window: int, device) -> torch.Tensor:
     """(len(items), dim) mean of the mention pieces' last hidden states, with the autograd graph (training)."""
-    rows = [window_ids(tokenizer, item, window) for item in items]
+    rows = window_rows(tokenizer, items, window)
     length = max(len(ids) for ids, _, _ in rows)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     input_ids = torch.full((len(rows), length), pad, dtype=torch.long)
