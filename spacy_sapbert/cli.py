@@ -115,7 +115,7 @@ def build_index_command(
     threshold: float = typer.Option(0.0, help="Minimum score of a linked concept."),
     remove_punctuation: bool = typer.Option(False, "--remove-punctuation/--keep-punctuation", help="Punctuation to spaces in names and mentions (the evaluation protocol's default; SapBERT keeps it)."),
     spell_check: Optional[Path] = typer.Option(None, help="misspelling||correction file applied to names and mentions, saved with the index."),
-    index_type: str = typer.Option("flat", help="flat (exact), hnsw, fp16, sq8, ivfpq (compressed, re-scored exactly) or auto (flat below 1M names, else ivfpq)."),
+    index_type: str = typer.Option("flat", help="flat (exact), hnsw, fp16, sq8, ivfpq or ivfopq (compressed, re-scored exactly; ivfopq with an OPQ rotation) or auto (flat below 1M names, else ivfpq)."),
     context_window: int = typer.Option(0, help="Link each mention encoded inside its doc, in a window of this many word pieces (a model from train-dhns --context-window); 0: the mention alone."),
     chunk_dir: Optional[Path] = typer.Option(None, help="Where finished chunks of encoded names are kept until the pipeline is saved, so a killed build resumes when run again. Default: OUTPUT.chunks beside the output."),
     chunk_size: int = typer.Option(DEFAULT_CHUNK_SIZE, help="Names encoded and saved per chunk."),

@@ -7,6 +7,8 @@
 - `ivfpq`: an inverted file of product-quantized codes (dim / 8 bytes a name at most): `nprobe` of its
   lists are scanned, and a shortlist of the best codes is re-scored exactly against float16 copies of
   the vectors (saved beside the index and memory-mapped at load), so recall stays near exact.
+- `ivfopq`: `ivfpq` behind an OPQ rotation learnt from the sample, which spreads the variance evenly over
+  the sub-quantizers (better codes for the same bytes, a longer training).
 - `auto` (a config value, never recorded): `flat` below AUTO_IVFPQ_NAMES names, `ivfpq` from there.
 
 Quantizers are trained on a seeded sample of at most TRAIN_SAMPLE vectors.
@@ -21,15 +23,16 @@ import numpy
 
 from .errors import IndexFormatError
 
-INDEX_TYPES = ("flat", "hnsw", "fp16", "sq8", "ivfpq")
+INDEX_TYPES = ("flat", "hnsw", "fp16", "sq8", "ivfpq", "ivfopq")
 CONFIG_INDEX_TYPES = INDEX_TYPES + ("auto",)
-TRAINED = ("sq8", "ivfpq")  # index types whose quantizers learn from a sample of the vectors
-RERANKED = ("ivfpq",)  # index types that keep float16 vectors for an exact re-scoring of their shortlist
+TRAINED = ("sq8", "ivfpq", "ivfopq")  # index types whose quantizers learn from a sample of the vectors
+RERANKED = ("ivfpq", "ivfopq")  # index types that keep float16 vectors for an exact re-scoring of their shortlist
 AUTO_IVFPQ_NAMES = 1_000_000
 TRAIN_SAMPLE = 200_000
 TRAIN_SEED = 0
 DEFAULT_NPROBE = 64
 DEFAULT_SHORTLIST = 100
+OPQ_MIN_NAMES = 256  # faiss trains the OPQ rotation with 8-bit product codes: 256 centroids per sub-vector
 
 Blocks = Callable[[], Iterable[numpy.ndarray]]
 
@@ -67,6 +70,14 @@ def make_faiss_index(dim: int, index_type: str = "flat", n_names: int = 0) -> fa
     if index_type == "ivfpq":
         lists, subquantizers, bits = ivfpq_layout(dim, n_names)
         return faiss.IndexIVFPQ(faiss.IndexFlatIP(dim), dim, lists, subquantizers, bits, faiss.METRIC_INNER_PRODUCT)
+    if index_type == "ivfopq":  # the factory owns the rotation, the coarse quantizer and the IVF-PQ it chains
+        if n_names < OPQ_MIN_NAMES:
+            raise IndexFormatError(
+                f"index_type=ivfopq needs at least {OPQ_MIN_NAMES} names to learn its rotation (8-bit codes), the "
+                f"vocabulary has {n_names}; choose flat or ivfpq"
+            )
+        lists, subquantizers, bits = ivfpq_layout(dim, n_names)
+        return faiss.index_factory(dim, f"OPQ{subquantizers},IVF{lists},PQ{subquantizers}x{bits}", faiss.METRIC_INNER_PRODUCT)
     raise IndexFormatError(f"index_type={index_type!r} is not supported; choose one of {list(INDEX_TYPES)}")
 
 

@@ -56,7 +56,7 @@ def test_every_type_keeps_the_concept_level_contract_and_agrees_with_exact_searc
     exact_ids = ranked_ids(exact)
     top1 = numpy.mean([got[0] == want[0] for got, want in zip(ranked_ids(index), exact_ids)])
     assert top1 >= 0.97, f"{index_type}: top-1 agreement {top1:.3f} with exact search"
-    if index_type in ("fp16", "ivfpq"):  # scores of float16 vectors (ivfpq: re-scored exactly against them)
+    if index_type in ("fp16",) + index_types.RERANKED:  # scores of float16 vectors (ivf types: re-scored exactly against them)
         exact_scores = {(qi, cid): s for qi, hits in enumerate(exact.search(queries(), 5)) for cid, s in hits}
         for qi, hits in enumerate(results):
             for cid, score in hits:
@@ -173,3 +173,9 @@ def test_build_index_with_ivfpq_saves_the_rescoring_vectors_and_removes_its_chun
         app, ["build-index", str(vocab), str(tmp_path / "auto"), "--model", tiny_bert, "--label", "", "--index-type", "auto"]
     )
     assert auto.exit_code == 0 and "index_type flat" in auto.output
+
+
+def test_ivfopq_needs_enough_names_to_learn_its_rotation():
+    few = [Concept(f"C{c}", f"concept {c} variant 0") for c in range(100)]
+    with pytest.raises(IndexFormatError, match="ivfopq needs at least 256 names.*has 100"):
+        ConceptIndex.build(few, clustered_encode, encoder=SETTINGS, index_type="ivfopq")
