@@ -14,7 +14,7 @@ import hashlib
 import re
 import sys
 from pathlib import Path
-from typing import Any, Callable, Iterator, List, Mapping, Sequence, Union
+from typing import Any, Callable, Iterator, List, Mapping, Optional, Sequence, Union
 
 import numpy
 import srsly
@@ -26,6 +26,7 @@ from .outputs import OutputExistsError
 FORMAT_VERSION = 1
 DEFAULT_CHUNK_SIZE = 10000
 MANIFEST_FILE = "manifest.json"
+CHUNKS_SUFFIX = ".chunks"  # the default chunk folder of an output: OUTPUT.chunks beside it
 CHUNK_NAME = "chunk-{:06d}.npy"
 # the chunk files, and the temporary files atomic_write leaves when a kill interrupts it
 OWN_FILE = re.compile(r"^(chunk-\d{6}\.npy|manifest\.json|rerank-float16\.npy|\.(chunk-\d{6}\.npy|manifest\.json)\..*\.tmp)$")
@@ -73,6 +74,14 @@ class ChunkStore:
         """The numbers of the chunks already on disk."""
         return [number for number in range(self.n_chunks) if self.chunk_path(number).exists()]
 
+    def missing(self) -> List[int]:
+        """The numbers of the chunks still to encode."""
+        return [number for number in range(self.n_chunks) if not self.chunk_path(number).exists()]
+
+    def rows(self, number: int) -> Sequence[str]:
+        """The names of chunk `number`: names[number * chunk_size : (number + 1) * chunk_size]."""
+        return self.names[number * self.chunk_size : (number + 1) * self.chunk_size]
+
     def vectors(self, encode: Encode, progress: bool = False) -> Iterator[numpy.ndarray]:
         """The float32 vectors of every chunk in order: read from disk when finished, else encoded and saved."""
         bar = self._progress_bar(progress)
@@ -80,7 +89,7 @@ class ChunkStore:
         for number in range(self.n_chunks):
             path = self.chunk_path(number)
             if path.exists():
-                vectors = self._load(path, len(self._rows(number)), dim)
+                vectors = self._load(path, len(self.rows(number)), dim)
             else:
                 vectors = self._encode_and_save(number, encode, dim)
                 bar.update(len(vectors))
@@ -92,18 +101,20 @@ class ChunkStore:
         """Encode and save the unfinished chunks, without reading the finished ones (for builds that
         read the vectors more than once, e.g. to train a quantizer first)."""
         bar = self._progress_bar(progress)
-        for number in range(self.n_chunks):
-            if not self.chunk_path(number).exists():
-                bar.update(len(self._encode_and_save(number, encode, None)))
+        for number in self.missing():
+            bar.update(len(self._encode_and_save(number, encode, None)))
         bar.close()
 
-    def _encode_and_save(self, number: int, encode: Encode, dim) -> numpy.ndarray:
-        rows = self._rows(number)
+    def save(self, number: int, vectors: numpy.ndarray, dim: Optional[int] = None, what: str = "the encoder's output") -> numpy.ndarray:
+        """Check the vectors of chunk `number` (encoded elsewhere, e.g. on a Ray worker) and write them atomically."""
         path = self.chunk_path(number)
-        vectors = numpy.ascontiguousarray(encode(rows), dtype="float32")
-        self._check(vectors, len(rows), dim, f"the encoder's output for {path.name}")
+        vectors = numpy.ascontiguousarray(vectors, dtype="float32")
+        self._check(vectors, len(self.rows(number)), dim, f"{what} for {path.name}")
         atomic_write(path, lambda tmp: write_npy(tmp, vectors))
         return vectors
+
+    def _encode_and_save(self, number: int, encode: Encode, dim) -> numpy.ndarray:
+        return self.save(number, encode(self.rows(number)), dim)
 
     def _progress_bar(self, progress: bool):
         """A tqdm bar over names starting at those already encoded (disabled unless `progress`)."""
@@ -113,12 +124,9 @@ class ChunkStore:
         if progress and done:
             tqdm.write(f"resuming: {len(done)} of {self.n_chunks} chunks already encoded in {self.folder}", file=sys.stderr)
         return tqdm(
-            total=len(self.names), initial=sum(len(self._rows(number)) for number in done), unit="name",
+            total=len(self.names), initial=sum(len(self.rows(number)) for number in done), unit="name",
             desc="encoding names", unit_scale=True, disable=not progress,
         )
-
-    def _rows(self, number: int) -> Sequence[str]:
-        return self.names[number * self.chunk_size : (number + 1) * self.chunk_size]
 
     def _open(self) -> None:
         manifest_path = self.folder / MANIFEST_FILE

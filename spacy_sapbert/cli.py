@@ -7,7 +7,7 @@ import re
 import sys
 from pathlib import Path
 from collections import Counter
-from typing import Callable, Iterator, List, Optional
+from typing import Callable, Iterator, List, Optional, Tuple
 
 import srsly
 import typer
@@ -73,6 +73,11 @@ class OneLineErrors(TyperGroup):
 
 _DEBUG = {"on": False}
 OVERWRITE_HELP = "Replace OUTPUT when it is a pipeline of this project (atomically; anything else is refused)."
+LINK_FORMATS = ("text", "jsonl", "pubtator")
+RAY_ADDRESS_HELP = (
+    "local (start a cluster on this machine), auto (the cluster this machine belongs to), HOST:PORT (a head node) "
+    "or ray://HOST:PORT (Ray Client). Model and pipeline folders must be at the same path on every node."
+)
 
 app = typer.Typer(
     cls=OneLineErrors,
@@ -119,19 +124,26 @@ def build_index_command(
     context_window: int = typer.Option(0, help="Link each mention encoded inside its doc, in a window of this many word pieces (a model from train-dhns --context-window); 0: the mention alone."),
     chunk_dir: Optional[Path] = typer.Option(None, help="Where finished chunks of encoded names are kept until the pipeline is saved, so a killed build resumes when run again. Default: OUTPUT.chunks beside the output."),
     chunk_size: int = typer.Option(DEFAULT_CHUNK_SIZE, help="Names encoded and saved per chunk."),
+    ray: Optional[str] = typer.Option(None, help="Encode the chunks on a Ray cluster: " + RAY_ADDRESS_HELP),
+    ray_workers: int = typer.Option(2, help="Ray encoder actors (one per GPU, or per group of --ray-cpus cores)."),
+    ray_cpus: float = typer.Option(1.0, help="CPUs reserved per Ray encoder actor."),
+    ray_gpus: float = typer.Option(0.0, help="GPUs reserved per Ray encoder actor (1 for one actor per GPU)."),
     overwrite: bool = typer.Option(False, help=OVERWRITE_HELP),
 ) -> None:
     """Encode a vocabulary into a saved pipeline: dictionary matcher (optional) + sapbert_linker.
 
     Names are encoded chunk by chunk into --chunk-dir; a build that is interrupted (even killed) and
-    started again with the same arguments encodes only the chunks that were not finished."""
-    from .chunk_store import remove_chunks
+    started again with the same arguments encodes only the chunks that were not finished. With --ray
+    the chunks are encoded by a pool of encoder actors on a Ray cluster, and the index is assembled
+    from them as in a single-process build."""
+    from .chunk_store import CHUNKS_SUFFIX, remove_chunks
     from .encoder import offline_default_model
     from .outputs import check_pipeline_output
     from .pipeline import build_pipeline, save_pipeline, the_linker
     from .readers import read_vocabulary
 
     check_pipeline_output(output, overwrite)
+    ray_settings = _ray_settings(ray, ray_workers, ray_cpus, ray_gpus)
     model, pooling = _model_and_pooling(model, pooling, offline_default_model())
     options = {key: str(path) for key, path in (("mrsty", mrsty), ("mrdef", mrdef)) if path}
     concepts = list(read_vocabulary(str(vocabulary), format, strict=strict, **options))
@@ -148,10 +160,10 @@ def build_index_command(
         "index_type": index_type,
         "context_window": context_window,
     }
-    chunk_dir = chunk_dir or output.with_name(output.name + ".chunks")
+    chunk_dir = chunk_dir or output.with_name(output.name + CHUNKS_SUFFIX)
     nlp = build_pipeline(
         concepts, model, lang=lang, label=label or None, linker_config=linker_config, spell_check=spell_check,
-        progress=True, chunk_dir=chunk_dir, chunk_size=chunk_size,
+        progress=True, chunk_dir=chunk_dir, chunk_size=chunk_size, ray=ray_settings,
     )
     save_pipeline(nlp, output, overwrite=overwrite)
     remove_chunks(chunk_dir)
@@ -335,31 +347,30 @@ def _input_texts(text: Optional[str], file: Optional[Path]) -> Iterator[str]:
             yield line.rstrip("\n")
 
 
-def doc_to_json(doc, linkers) -> dict:
-    """A linked Doc as plain data: every entity with its best id, that id's name and score, and the candidates.
+def _input_documents(text: Optional[str], file: Optional[Path], format: str) -> Iterator[Tuple[Optional[str], str]]:
+    """(id or None, text) of each document to link, read lazily."""
+    from .readers.corpora import read_jsonl_documents, read_pubtator
 
-    `linkers`: the pipeline's sapbert_linker components; an id's name comes from the one that links the entity's label.
-    """
-    from .pipeline import linker_for_label
+    if format not in LINK_FORMATS:
+        raise SapbertError(f"--format {format!r}: choose one of {', '.join(LINK_FORMATS)}")
+    if text is not None or format == "text":
+        yield from ((None, line) for line in _input_texts(text, file))
+    elif file is None:
+        raise SapbertError(f"--format {format} reads --file (standard input is read as plain text only)")
+    elif format == "jsonl":
+        yield from read_jsonl_documents(file)
+    else:
+        yield from ((document.id, document.text) for document in read_pubtator(file))
 
-    ents = []
-    for ent in doc.ents:
-        candidates = ent._.kb_ents or []
-        linker = linker_for_label(linkers, ent.label_) if ent.kb_id_ else None
-        concept = linker.concept(ent.kb_id_) if linker is not None else None
-        ents.append(
-            {
-                "start": ent.start_char,
-                "end": ent.end_char,
-                "text": ent.text,
-                "label": ent.label_,
-                "kb_id": ent.kb_id_ or None,
-                "name": concept.name if concept else None,
-                "score": round(candidates[0][1], 4) if candidates else None,
-                "candidates": [[cid, round(score, 4)] for cid, score in candidates],
-            }
-        )
-    return {"text": doc.text, "ents": ents}
+
+def _ray_settings(address: Optional[str], workers: int, cpus: float, gpus: float):
+    """The distributed.RaySettings of the --ray options, or None without --ray."""
+    if address is None:
+        return None
+    from .distributed import RaySettings, check_address
+
+    check_address(address)  # before any work
+    return RaySettings(address, workers, cpus, gpus)
 
 
 def _load(pipeline: Optional[Path]):
@@ -374,16 +385,44 @@ def _load(pipeline: Optional[Path]):
 def link_command(
     text: Optional[str] = typer.Argument(None, help="Text to link. Without it, --file or standard input is read, one document per line."),
     pipeline: Optional[Path] = typer.Option(None, help="Saved pipeline folder or installed package name. Default: the offline HPO + MiniLM pipeline (built on first use)."),
-    file: Optional[Path] = typer.Option(None, help="A UTF-8 file with one document per line."),
+    file: Optional[Path] = typer.Option(None, help="A UTF-8 file of documents (see --format)."),
+    format: str = typer.Option("text", help="What --file holds: text (one document per line), jsonl ({\"id\": ..., \"text\": ...} per line) or pubtator (title + abstract; the id is the PMID)."),
     batch_size: int = typer.Option(64, help="Documents per nlp.pipe batch."),
+    ray: Optional[str] = typer.Option(None, help="Link on a Ray cluster: " + RAY_ADDRESS_HELP),
+    ray_workers: int = typer.Option(2, help="Ray worker actors, each with the whole pipeline."),
+    ray_cpus: float = typer.Option(1.0, help="CPUs reserved per Ray worker."),
+    ray_gpus: float = typer.Option(0.0, help="GPUs reserved per Ray worker."),
 ) -> None:
-    """Link text and print one JSON line per document."""
-    from .pipeline import require_linkers
+    """Link documents and print one JSON line per document, in input order (with its id for jsonl and pubtator input).
 
-    nlp = _load(pipeline)
-    linkers = [linker for _, linker in require_linkers(nlp)]
-    for doc in nlp.pipe(_input_texts(text, file), batch_size=batch_size):
-        typer.echo(srsly.json_dumps(doc_to_json(doc, linkers)))
+    With --ray the documents are streamed to a pool of pipeline actors on a Ray cluster; the output is
+    the same as without it."""
+    from collections import deque
+
+    from .pipeline import doc_to_json, require_linkers
+
+    documents = _input_documents(text, file, format)
+    ids: deque = deque()
+
+    def texts() -> Iterator[str]:
+        for doc_id, doc_text in documents:
+            ids.append(doc_id)
+            yield doc_text
+
+    settings = _ray_settings(ray, ray_workers, ray_cpus, ray_gpus)
+    if settings is None:
+        nlp = _load(pipeline)
+        linkers = [linker for _, linker in require_linkers(nlp)]
+        results = (doc_to_json(doc, linkers) for doc in nlp.pipe(texts(), batch_size=batch_size))
+    else:
+        from .distributed import link_on_ray
+
+        if pipeline is None:
+            raise SapbertError("--ray needs --pipeline: a saved pipeline folder (at the same path on every node) or an installed package")
+        results = link_on_ray(str(pipeline.resolve() if pipeline.exists() else pipeline), texts(), settings, batch_size)
+    for result in results:
+        doc_id = ids.popleft()
+        typer.echo(srsly.json_dumps(result if doc_id is None else {"id": doc_id, **result}))
 
 
 @app.command("visualize")
@@ -397,7 +436,7 @@ def visualize_command(
 ) -> None:
     """Show linked entities with displaCy: label, id (a link to its source's page), canonical name and score."""
     from .io import atomic_write_text
-    from .pipeline import require_linkers
+    from .pipeline import doc_to_json, require_linkers
     from .visualize import displacy_doc, render_page
 
     nlp = _load(pipeline)
@@ -427,7 +466,7 @@ def demo_command(
     The text goes through the whole pipeline (the NER, or a dictionary matcher, then the linker); the
     free-form mentions go straight to the linker, as a NER would hand them over.
     """
-    from .pipeline import require_linkers, the_linker
+    from .pipeline import doc_to_json, require_linkers, the_linker
 
     nlp = _load(pipeline)
     linker = the_linker(nlp, component)

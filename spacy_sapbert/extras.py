@@ -16,6 +16,7 @@ OPTIONAL = {
     "onnxruntime": ("onnxruntime", "onnx"),
     "onnx": ("onnx", "onnx"),
     "onnxscript": ("onnxscript", "onnx"),
+    "ray": ("ray[data]", "ray"),
 }
 
 

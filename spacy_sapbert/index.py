@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import faiss
 import numpy
@@ -269,6 +269,7 @@ class ConceptIndex:
         encoder: Optional[Mapping[str, Any]] = None,
         chunk_dir: Optional[Union[str, Path]] = None,
         chunk_size: int = DEFAULT_CHUNK_SIZE,
+        encode_chunks: Optional[Callable[[ChunkStore], Any]] = None,
         progress: bool = False,
     ) -> "ConceptIndex":
         """Index `concepts`; `encode(list_of_str) -> float32 array` embeds the distinct names once.
@@ -279,6 +280,8 @@ class ConceptIndex:
         that is killed resumes from its finished chunks when started again; vectors are added to faiss
         chunk by chunk (and an `ivfpq` build keeps its re-scoring vectors there, memory-mapped, until
         the index is saved). Without it, all names are encoded in one call (`progress` is then `encode`'s).
+        `encode_chunks(store)`: encodes the chunks the store is missing before they are read, elsewhere
+        (`build-index --ray`: `distributed.encode_chunks`); the index is then assembled as usual.
         `index_type`: one of index_types.CONFIG_INDEX_TYPES (`auto` picks by the number of names).
         """
         concepts = list(concepts if isinstance(concepts, KnowledgeBase) else KnowledgeBase(concepts))
@@ -295,6 +298,8 @@ class ConceptIndex:
                 raise ValueError("a chunked build needs the encoder settings (encoder=encoder_settings(encoder))")
             settings = {**encoder, **normalizer.settings(), "normalize": normalize}
             store = ChunkStore(chunk_dir, names, settings, chunk_size)
+            if encode_chunks is not None:
+                encode_chunks(store)
             if index_type in TRAINED:  # read twice (a training sample, then every vector): encode them all first
                 store.encode_missing(encode, progress=progress)
                 progress = False

