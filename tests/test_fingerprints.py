@@ -3,6 +3,7 @@ import re
 import shutil
 from pathlib import Path
 
+import numpy
 import pytest
 import spacy
 import srsly
@@ -240,6 +241,45 @@ def test_the_evaluation_cache_is_keyed_by_fingerprint_settings_and_vocabulary(ti
         assert index.settings["pooling"] == other_encoder.pooling and index.settings["max_length"] == other_encoder.max_length
     assert len(builds) == 1 + len(variants)
     assert len([p for p in cache.iterdir() if p.is_dir()]) == 1 + len(variants)
+
+
+def test_an_evaluation_killed_while_encoding_resumes_from_its_finished_chunks(tiny_bert, tmp_path):
+    from spacy_sapbert import evaluation
+
+    concepts = [Concept(f"D{i}", f"disease number {i}", [f"syndrome {i * 7}"]) for i in range(12)]
+    cache = tmp_path / "cache"
+    encoder = Encoder(tiny_bert, device="cpu")
+    calls: list = []
+
+    class CountingEncoder:
+        """The encoder, counting its calls; killed (an exception) on the call numbered `kill_at`."""
+
+        def __init__(self, kill_at=None):
+            self.kill_at = kill_at
+
+        def __getattr__(self, name):
+            return getattr(encoder, name)
+
+        def encode(self, texts, **kwargs):
+            calls.append(len(texts))
+            if len(calls) == self.kill_at:
+                raise RuntimeError("killed")
+            return encoder.encode(texts, **kwargs)
+
+    with pytest.raises(RuntimeError, match="killed"):
+        evaluation.build_encoder_index(CountingEncoder(kill_at=3), concepts, cache, chunk_size=5)
+    [chunks] = list(cache.iterdir())
+    assert chunks.name.endswith(".chunks") and len(list(chunks.glob("chunk-*.npy"))) == 2
+
+    calls.clear()
+    resumed = evaluation.build_encoder_index(CountingEncoder(), concepts, cache, chunk_size=5)
+    assert calls == [5, 5, 4]  # 24 names: chunks 2..4 only
+    assert [p.name for p in cache.iterdir()] == [chunks.name[: -len(".chunks")]]  # the chunks are removed once saved
+    whole = evaluation.build_encoder_index(encoder, concepts)
+    assert resumed.names == whole.names
+    numpy.testing.assert_allclose(
+        resumed.vectors.reconstruct_n(0, len(whole.names)), whole.vectors.reconstruct_n(0, len(whole.names)), atol=1e-5
+    )
 
 
 def test_a_cached_index_under_the_wrong_key_is_refused(tiny_bert, toy_concepts, tmp_path):

@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterator, List, Mapping, Optional, Sequence
 
+from ..chunk_store import CHUNKS_SUFFIX, DEFAULT_CHUNK_SIZE, remove_chunks
 from ..index import ConceptIndex, META_FILE, check_vector_settings, encoder_settings, vocabulary_hash
 from ..kb import Concept, KnowledgeBase
 from ..normalizer import Normalizer
@@ -26,10 +27,12 @@ def build_encoder_index(
     cache_dir: Optional[Path] = None,
     vocabulary: Optional[str] = None,
     normalizer: Normalizer = Normalizer(),
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
 ) -> ConceptIndex:
     """The strict concept index for an encoder, reused from `cache_dir` when the same one was built before.
 
-    The cache folder's name is `index_cache_key` of everything the vectors depend on: the encoder's
+    Encoding goes through a `ChunkStore` beside the cache folder (`KEY.chunks`, `chunk_size` names
+    a chunk), so an evaluation killed while encoding a large vocabulary resumes from its finished chunks. The cache folder's name is `index_cache_key` of everything the vectors depend on: the encoder's
     fingerprint (weights and tokenizer), pooling, max_length, the index settings and the content of
     the concepts and the normalizer (lowercase, punctuation, spelling corrections). A cached index is
     checked against them again when it is read. `vocabulary`: vocabulary_hash(KnowledgeBase(concepts))
@@ -44,9 +47,10 @@ def build_encoder_index(
             merged.append(KnowledgeBase(concepts))
         return merged[0]
 
-    def build() -> ConceptIndex:
+    def build(chunk_dir: Optional[Path] = None) -> ConceptIndex:
         return ConceptIndex.build(
-            knowledge_base(), lambda names: encoder.encode(names, progress=True), encoder=settings, normalizer=normalizer, **EVAL_INDEX
+            knowledge_base(), lambda names: encoder.encode(names, progress=chunk_dir is None), encoder=settings,
+            normalizer=normalizer, chunk_dir=chunk_dir, chunk_size=chunk_size, progress=True, **EVAL_INDEX
         )
 
     if not cache_dir:
@@ -54,8 +58,10 @@ def build_encoder_index(
     vocabulary = vocabulary or vocabulary_hash(knowledge_base())
     path = Path(cache_dir) / index_cache_key(settings, vocabulary)
     if not (path / META_FILE).exists():
-        index = build()
+        chunks = path.with_name(path.name + CHUNKS_SUFFIX)
+        index = build(chunks)
         index.to_disk(path)
+        remove_chunks(chunks)
         return index
     index = ConceptIndex.from_disk(path)
     rebuild = f"delete {path} to encode it again"
