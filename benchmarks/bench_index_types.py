@@ -1,23 +1,24 @@
 """Index types side by side at a million names and more: memory, disk, build, load, speed and recall.
 
     python benchmarks/bench_index_types.py --base-index INDEX_DIR --dir /tmp/bench-types [--names 1000000]
-        [--queries 2000] [--types flat fp16 sq8 ivfpq hnsw] [--nprobe 16 64] [--shortlist 100]
+        [--queries 2000] [--types flat fp16 sq8 ivfpq ivfopq hnsw] [--nprobe 16 64] [--shortlist 100]
 
 Vectors with the structure of real name embeddings: the base set is the vectors of a saved concept
 index (e.g. MEDIC encoded by an offline encoder: the `index` folder of a `build-index` pipeline, or an
 `evaluate --cache-dir` entry). The i-th synthetic name is base vector (i mod B) plus Gaussian noise
 of norm --noise (0.5: cosine about 0.89 with its base vector, about the similarity of a real name and its
 nearest other name), then scaled to unit length; queries are further noisy copies of random base
-vectors, not in the index. The synthetic vectors are written once to DIR/vectors-NxD-f16.npy (float16,
-reused by later runs) and read from there in chunks, so 10M x 768 never sits in memory; the exact
-ground truth (top-10 by inner product) is a chunked brute-force pass over that file. Everything else
-the run writes goes into a temporary folder it creates inside DIR and deletes at the end.
+vectors, not in the index. The synthetic vectors are made 100,000 at a time whenever they are read
+(seeded, rounded to float16), so 10M x 768 never sits in memory or on disk; the exact ground truth
+(top-10 by inner product) is a brute-force pass over those blocks. Everything the run writes (chunks,
+indexes) goes into a temporary folder it creates inside DIR and deletes at the end: a 10M x 768
+ivfpq build needs about 46 GB there (float32 chunks and float16 re-scoring vectors).
 
 Each type is built by `ConceptIndex.build` (chunked, one concept per name) and saved; then a fresh
 process loads it and reports resident memory added by the load (codes, name and concept tables;
 memory-mapped pages count once touched), the same after the searches and the private (anonymous,
 not file-backed) part of it, load time, queries per second (batches of 256, concept-level top-10 search) and recall@1/@10 against
-the exact ground truth. `ivfpq` is measured at every --nprobe.
+the exact ground truth. `ivfpq` and `ivfopq` are measured at every --nprobe.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Iterator, Tuple
 
 import numpy
 
@@ -82,31 +84,35 @@ def noisy_copies(base: numpy.ndarray, rows: numpy.ndarray, noise: float, seed: i
     return vectors / numpy.linalg.norm(vectors, axis=1, keepdims=True)
 
 
-def write_synthetic(base: numpy.ndarray, n: int, noise: float, path: Path, work: Path) -> numpy.ndarray:
-    """The n synthetic name vectors as a float16 .npy at `path` (made once through a file in `work`, then
-    reused); a file of another shape at `path` is an error, never replaced."""
-    if path.exists():
-        vectors = numpy.load(path, mmap_mode="r")
-        if vectors.shape != (n, base.shape[1]):
-            sys.exit(f"{path} holds vectors of shape {vectors.shape}, not ({n}, {base.shape[1]}); move it or choose another --dir")
-        return vectors
-    tmp = work / path.name
-    out = numpy.lib.format.open_memmap(tmp, mode="w+", dtype="float16", shape=(n, base.shape[1]))
-    for first in range(0, n, CHUNK):
-        rows = numpy.arange(first, min(n, first + CHUNK)) % len(base)
-        out[first : first + len(rows)] = noisy_copies(base, rows, noise, seed=first)
-    out.flush()
-    del out
-    tmp.replace(path)
-    return numpy.load(path, mmap_mode="r")
+class SyntheticNames:
+    """The n synthetic name vectors, made CHUNK rows at a time when asked for, so 10M x 768 never sits in
+    memory or on disk: block k is the noisy copies of its base rows with noise seeded by its first row,
+    rounded to float16 (the set earlier runs of this script wrote to a float16 file, row for row)."""
+
+    def __init__(self, base: numpy.ndarray, n: int, noise: float):
+        self.base, self.n, self.noise = base, n, noise
+        self.dim = base.shape[1]
+
+    def __len__(self) -> int:
+        return self.n
+
+    def block(self, first: int) -> numpy.ndarray:
+        """Rows first .. first + CHUNK (fewer at the end) as float32; `first` is a multiple of CHUNK."""
+        if first % CHUNK:
+            raise ValueError(f"blocks start at multiples of {CHUNK}, not {first}")
+        rows = numpy.arange(first, min(self.n, first + CHUNK)) % len(self.base)
+        return noisy_copies(self.base, rows, self.noise, seed=first).astype("float16").astype("float32")
+
+    def blocks(self) -> Iterator[Tuple[int, numpy.ndarray]]:
+        for first in range(0, self.n, CHUNK):
+            yield first, self.block(first)
 
 
-def exact_top10(vectors: numpy.ndarray, queries: numpy.ndarray) -> numpy.ndarray:
-    """Row numbers of the 10 best inner products of each query, by a chunked pass over `vectors`."""
+def exact_top10(vectors: SyntheticNames, queries: numpy.ndarray) -> numpy.ndarray:
+    """Row numbers of the 10 best inner products of each query, by a pass over the blocks of `vectors`."""
     best_scores = numpy.full((len(queries), 10), -numpy.inf, dtype="float32")
     best_rows = numpy.zeros((len(queries), 10), dtype="int64")
-    for first in range(0, len(vectors), CHUNK):
-        block = numpy.asarray(vectors[first : first + CHUNK], dtype="float32")
+    for first, block in vectors.blocks():
         scores = queries @ block.T
         rows = numpy.broadcast_to(numpy.arange(first, first + len(block)), scores.shape)
         keep = min(10, scores.shape[1])
@@ -119,16 +125,19 @@ def exact_top10(vectors: numpy.ndarray, queries: numpy.ndarray) -> numpy.ndarray
     return best_rows
 
 
-def build(index_type: str, vectors: numpy.ndarray, folder: Path, scratch: Path) -> float:
+def build(index_type: str, vectors: SyntheticNames, folder: Path, scratch: Path) -> float:
     from spacy_sapbert.chunk_store import remove_chunks
     from spacy_sapbert.index import ConceptIndex
     from spacy_sapbert.kb import Concept
 
     concepts = [Concept(f"C{i}", f"n{i}") for i in range(len(vectors))]
 
-    def encode(names):
-        rows = numpy.fromiter((int(name[1:]) for name in names), dtype="int64", count=len(names))
-        return numpy.asarray(vectors[rows[0] : rows[-1] + 1], dtype="float32")  # names come in row order
+    def encode(names):  # the build asks for chunks of CHUNK names, in row order
+        first = int(names[0][1:])
+        block = vectors.block(first)
+        if len(block) != len(names) or int(names[-1][1:]) != first + len(names) - 1:
+            raise ValueError("the build asked for names out of row order")
+        return block
 
     settings = {"encoder_fingerprint": "synthetic", "backend": "torch", "pooling": "mean", "max_length": 25}
     start = time.perf_counter()
@@ -159,7 +168,7 @@ def main() -> None:
 def run_all(args: argparse.Namespace, work: Path) -> None:
     base = base_vectors(args.base_index)
     dim = base.shape[1]
-    vectors = write_synthetic(base, args.names, args.noise, args.dir / f"vectors-{args.names}x{dim}-f16.npy", work)
+    vectors = SyntheticNames(base, args.names, args.noise)
     queries = noisy_copies(base, numpy.random.default_rng(1).integers(0, len(base), args.queries), args.noise, seed=10**9)
     queries = queries.astype("float32")
     start = time.perf_counter()
@@ -177,12 +186,14 @@ def run_all(args: argparse.Namespace, work: Path) -> None:
             measure_type(args, index_type, vectors, Path(scratch), work)
 
 
-def measure_type(args: argparse.Namespace, index_type: str, vectors: numpy.ndarray, scratch: Path, work: Path) -> None:
+def measure_type(args: argparse.Namespace, index_type: str, vectors: SyntheticNames, scratch: Path, work: Path) -> None:
     """Build, save, load and search one index type in `scratch`, printing its table rows."""
     folder = scratch / "index"
     seconds = build(index_type, vectors, folder, scratch / "chunks")
     disk = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
-    for nprobe in args.nprobe if index_type == "ivfpq" else args.nprobe[:1]:
+    from spacy_sapbert.index_types import RERANKED
+
+    for nprobe in args.nprobe if index_type in RERANKED else args.nprobe[:1]:
         done = subprocess.run(
             [sys.executable, "-c", LOAD_AND_SEARCH, str(folder), str(work / "queries.npy"), str(work / "truth.npy"),
              str(nprobe), str(args.shortlist)],
@@ -191,7 +202,7 @@ def measure_type(args: argparse.Namespace, index_type: str, vectors: numpy.ndarr
         if done.returncode:
             sys.exit(done.stderr[-3000:])
         r = json.loads(done.stdout.strip().splitlines()[-1])
-        label = f"ivfpq (nprobe {nprobe}, shortlist {args.shortlist})" if index_type == "ivfpq" else index_type
+        label = f"{index_type} (nprobe {nprobe}, shortlist {args.shortlist})" if index_type in RERANKED else index_type
         mb = 2**20 / args.names
         print(f"| {label} | {seconds:.0f} | {disk / args.names:.0f} | {r['loaded_mb'] * mb:.0f} | {r['after_search_mb'] * mb:.0f} | {r['private_mb'] * mb:.0f} | "
               f"{r['load_s']:.2f} | {r['qps']:.0f} | {r['recall1']:.3f} | {r['recall10']:.3f} |", flush=True)

@@ -15,7 +15,7 @@ from .index_types import (
     DEFAULT_NPROBE, DEFAULT_SHORTLIST, RERANKED, TRAINED, choose_index_type, fill_index, rescored, set_search_params,
 )
 from .columns import HashLookup, StringColumn, arrays_from_msg, arrays_to_msg, load_npy, read_arrays, write_arrays
-from .io import atomic_write, atomic_write_text, write_npy
+from .io import atomic_write, atomic_write_text, save_npy
 from .kb import Concept, ConceptTable, KnowledgeBase
 from .normalizer import Normalizer
 
@@ -450,7 +450,7 @@ class ConceptIndex:
         write_arrays(folder / TABLES_DIR, self.tables())
         atomic_write(folder / VECTORS_FILE, lambda tmp: faiss.write_index(self.vectors, str(tmp)))
         if self.rerank is not None:
-            atomic_write(folder / RERANK_FILE, lambda tmp: write_npy(tmp, self.rerank))
+            save_npy(folder / RERANK_FILE, self.rerank)
         atomic_write_text(folder / META_FILE, srsly.json_dumps(self.meta(), indent=2))
 
     @classmethod

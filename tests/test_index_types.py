@@ -112,6 +112,25 @@ def test_a_chunked_ivfpq_build_equals_the_one_call_build(tmp_path):
     assert chunked.search(queries(), 5) == whole.search(queries(), 5)
 
 
+def test_a_chunked_build_saves_its_rescoring_vectors_by_a_hard_link_not_a_copy(tmp_path):
+    from spacy_sapbert.chunk_store import remove_chunks
+    from spacy_sapbert.index import RERANK_CHUNK_FILE
+
+    chunked = ConceptIndex.build(
+        vocabulary(), clustered_encode, encoder=SETTINGS, index_type="ivfpq", chunk_dir=tmp_path / "c", chunk_size=64
+    )
+    chunked.to_disk(tmp_path / "index")
+    chunked.to_disk(tmp_path / "index")  # saved again: still one file, no temporary left behind
+    saved = tmp_path / "index" / RERANK_FILE
+    assert saved.samefile(tmp_path / "c" / RERANK_CHUNK_FILE) and saved.stat().st_nlink == 2
+    assert not list((tmp_path / "index").glob(".*.tmp"))
+    remove_chunks(tmp_path / "c")
+    assert saved.stat().st_nlink == 1 and not (tmp_path / "c").exists()
+    loaded = ConceptIndex.from_disk(tmp_path / "index")
+    numpy.testing.assert_array_equal(numpy.asarray(loaded.rerank), numpy.asarray(chunked.rerank))
+    assert loaded.search(queries(), 5) == chunked.search(queries(), 5)
+
+
 def test_added_names_are_rescored_too():
     index = ConceptIndex.build(vocabulary(), clustered_encode, encoder=SETTINGS, index_type="ivfpq")
     assert index.add_names([("C5", "concept 5 variant 9")], clustered_encode) == 1
