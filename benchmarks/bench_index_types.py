@@ -1,7 +1,7 @@
 """Index types side by side at a million names and more: memory, disk, build, load, speed and recall.
 
     python benchmarks/bench_index_types.py --base-index INDEX_DIR --dir /tmp/bench-types [--names 1000000]
-        [--queries 2000] [--types flat fp16 sq8 ivfpq ivfopq hnsw] [--nprobe 16 64] [--shortlist 100]
+        [--queries 2000] [--types flat fp16 sq8 ivfpq ivfopq hnsw] [--nprobe 16 64] [--shortlist 100 400] [--warm-up]
 
 Vectors with the structure of real name embeddings: the base set is the vectors of a saved concept
 index (e.g. MEDIC encoded by an offline encoder: the `index` folder of a `build-index` pipeline, or an
@@ -18,7 +18,8 @@ Each type is built by `ConceptIndex.build` (chunked, one concept per name) and s
 process loads it and reports resident memory added by the load (codes, name and concept tables;
 memory-mapped pages count once touched), the same after the searches and the private (anonymous,
 not file-backed) part of it, load time, queries per second (batches of 256, concept-level top-10 search) and recall@1/@10 against
-the exact ground truth. `ivfpq` and `ivfopq` are measured at every --nprobe.
+the exact ground truth. `ivfpq` and `ivfopq` are measured at every --nprobe and --shortlist. Without
+--warm-up the first measured run of a type reads the index from disk (cold page cache).
 """
 from __future__ import annotations
 
@@ -157,7 +158,8 @@ def main() -> None:
     parser.add_argument("--noise", type=float, default=0.5)
     parser.add_argument("--types", nargs="+", default=["flat", "fp16", "sq8", "ivfpq", "hnsw"])
     parser.add_argument("--nprobe", type=int, nargs="+", default=[16, 64])
-    parser.add_argument("--shortlist", type=int, default=100)
+    parser.add_argument("--shortlist", type=int, nargs="+", default=[100])
+    parser.add_argument("--warm-up", action="store_true", help="Load and search each index once, unrecorded, before the measured runs (warm page cache).")
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
     # the run's files (queries, truth, chunks, indexes) go into a folder it creates and deletes at the end
@@ -193,19 +195,26 @@ def measure_type(args: argparse.Namespace, index_type: str, vectors: SyntheticNa
     disk = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
     from spacy_sapbert.index_types import RERANKED
 
-    for nprobe in args.nprobe if index_type in RERANKED else args.nprobe[:1]:
-        done = subprocess.run(
-            [sys.executable, "-c", LOAD_AND_SEARCH, str(folder), str(work / "queries.npy"), str(work / "truth.npy"),
-             str(nprobe), str(args.shortlist)],
-            capture_output=True, text=True, cwd=REPO,
-        )
-        if done.returncode:
-            sys.exit(done.stderr[-3000:])
-        r = json.loads(done.stdout.strip().splitlines()[-1])
-        label = f"{index_type} (nprobe {nprobe}, shortlist {args.shortlist})" if index_type in RERANKED else index_type
+    settings = [(n, k) for n in args.nprobe for k in args.shortlist] if index_type in RERANKED else [(args.nprobe[0], args.shortlist[0])]
+    if args.warm_up:
+        load_and_search(folder, work, *settings[0])  # unrecorded: reads the index into the page cache
+    for nprobe, shortlist in settings:
+        r = load_and_search(folder, work, nprobe, shortlist)
+        label = f"{index_type} (nprobe {nprobe}, shortlist {shortlist})" if index_type in RERANKED else index_type
         mb = 2**20 / args.names
         print(f"| {label} | {seconds:.0f} | {disk / args.names:.0f} | {r['loaded_mb'] * mb:.0f} | {r['after_search_mb'] * mb:.0f} | {r['private_mb'] * mb:.0f} | "
               f"{r['load_s']:.2f} | {r['qps']:.0f} | {r['recall1']:.3f} | {r['recall10']:.3f} |", flush=True)
+
+
+def load_and_search(folder: Path, work: Path, nprobe: int, shortlist: int) -> dict:
+    """LOAD_AND_SEARCH in a fresh process: its figures as a dict."""
+    done = subprocess.run(
+        [sys.executable, "-c", LOAD_AND_SEARCH, str(folder), str(work / "queries.npy"), str(work / "truth.npy"), str(nprobe), str(shortlist)],
+        capture_output=True, text=True, cwd=REPO,
+    )
+    if done.returncode:
+        sys.exit(done.stderr[-3000:])
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 if __name__ == "__main__":
