@@ -31,7 +31,7 @@ AUTO_IVFPQ_NAMES = 1_000_000
 TRAIN_SAMPLE = 200_000
 TRAIN_SEED = 0
 DEFAULT_NPROBE = 64
-DEFAULT_SHORTLIST = 100
+DEFAULT_SHORTLIST = 400  # 100 kept recall@1 at 0.948 at 10M names with ~139 near-copies a name (BENCHMARKS.md, issue 14)
 OPQ_MIN_NAMES = 256  # faiss trains the OPQ rotation with 8-bit product codes: 256 centroids per sub-vector
 
 Blocks = Callable[[], Iterable[numpy.ndarray]]
