@@ -92,7 +92,6 @@ class SyntheticNames:
 
     def __init__(self, base: numpy.ndarray, n: int, noise: float):
         self.base, self.n, self.noise = base, n, noise
-        self.dim = base.shape[1]
 
     def __len__(self) -> int:
         return self.n

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -28,6 +28,7 @@ sys.path.insert(0, str(REPO))
 from spacy_sapbert.chunk_store import ChunkStore  # noqa: E402
 from spacy_sapbert.distributed import RaySettings, encode_chunks  # noqa: E402
 from spacy_sapbert.encoder import Encoder, offline_default_model  # noqa: E402
+from spacy_sapbert.extras import require  # noqa: E402
 from spacy_sapbert.index import encoder_settings, name_table  # noqa: E402
 from spacy_sapbert.kb import KnowledgeBase  # noqa: E402
 from spacy_sapbert.normalizer import Normalizer  # noqa: E402
@@ -38,8 +39,7 @@ UMLS_NAMES = 10_000_000
 
 
 def timed_store(folder: Path, names, settings, chunk_size: int, fill) -> tuple:
-    """Seconds to fill a fresh chunk store with `fill(store)`, and its vectors in order."""
-    shutil.rmtree(folder, ignore_errors=True)
+    """Seconds to fill a new chunk store in `folder` (a path not yet there) with `fill(store)`, and its vectors in order."""
     store = ChunkStore(folder, names, settings, chunk_size)
     started = time.perf_counter()
     fill(store)
@@ -54,10 +54,17 @@ def main() -> None:
     parser.add_argument("--names", type=int, default=20000)
     parser.add_argument("--chunk-size", type=int, default=2000)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--dir", type=Path, default=Path("/tmp/bench-ray"))
+    parser.add_argument("--dir", type=Path, default=Path("/tmp/bench-ray"), help="The chunk stores go into a temporary folder made here and removed at the end.")
     args = parser.parse_args()
-    import ray
+    args.dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="bench-ray-", dir=args.dir) as work:
+        run(args, Path(work))
+
+
+def run(args: argparse.Namespace, work: Path) -> None:
     import torch
+
+    ray = require("ray")
 
     model = args.model or offline_default_model()
     options = {"pooling": args.pooling, "max_length": 25, "batch_size": 128, "device": "cpu", "backend": "torch"}
@@ -69,10 +76,10 @@ def main() -> None:
 
     rows = []
     torch.set_num_threads(cores)
-    seconds, all_cores = timed_store(args.dir / "single", names, settings, args.chunk_size, lambda s: s.encode_missing(encoder.encode))
+    seconds, all_cores = timed_store(work / "single", names, settings, args.chunk_size, lambda s: s.encode_missing(encoder.encode))
     rows.append((f"single process, {cores} threads", seconds))
     torch.set_num_threads(1)
-    seconds, one_thread = timed_store(args.dir / "single-1", names, settings, args.chunk_size, lambda s: s.encode_missing(encoder.encode))
+    seconds, one_thread = timed_store(work / "single-1", names, settings, args.chunk_size, lambda s: s.encode_missing(encoder.encode))
     rows.append(("single process, 1 thread", seconds))
     torch.set_num_threads(cores)
 
@@ -81,7 +88,7 @@ def main() -> None:
     startup = time.perf_counter() - started
     ray_settings = RaySettings(workers=args.workers, cpus_per_worker=1)
     seconds, on_ray = timed_store(
-        args.dir / "ray", names, settings, args.chunk_size,
+        work / "ray", names, settings, args.chunk_size,
         lambda s: encode_chunks(s, model, options, encoder.fingerprint, ray_settings),
     )
     rows.append((f"Ray, {args.workers} actors x 1 CPU (actor start included; cluster start {startup:.1f} s apart)", seconds))
@@ -97,7 +104,6 @@ def main() -> None:
     print(f"projection, {UMLS_NAMES:,} names with this model: single process {UMLS_NAMES / single_rate / 3600:.1f} h; "
           f"Ray on these {cores} cores {UMLS_NAMES / ray_rate / 3600:.1f} h; "
           f"N such Ray nodes {UMLS_NAMES / ray_rate / 3600:.1f}/N h if the rate scales with nodes")
-    shutil.rmtree(args.dir, ignore_errors=True)
 
 
 if __name__ == "__main__":

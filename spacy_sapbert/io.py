@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import tempfile
 from pathlib import Path
 from typing import Callable, Union
@@ -55,21 +56,30 @@ def save_npy(path: Union[str, Path], array: numpy.ndarray) -> None:
     chunked build's re-scoring vectors: 15 GB at 10M x 768 float16) is hard-linked there instead of
     copied, where the file system allows it; both names then share the file, which is never written again."""
     source = whole_npy_file(array)
-    if source is not None and os.path.exists(path) and os.path.samefile(source, path):
-        return  # saved there already (rename() would leave a second link to the same file behind)
+    if source is not None:
+        if os.path.exists(path) and os.path.samefile(source, path):
+            return  # saved there already (rename() would leave a second link to the same file behind)
+        array.flush()
+        if atomic_link(source, path):
+            return
+    atomic_write(path, lambda tmp: write_npy(tmp, array))
 
-    def writer(tmp: Path) -> None:
-        if source is not None:
-            array.flush()
-            try:
-                os.unlink(tmp)
-                os.link(source, tmp)
-                return
-            except OSError:  # another file system, or no hard links: copy
-                pass
-        write_npy(tmp, array)
 
-    atomic_write(path, writer)
+def atomic_link(source: Union[str, Path], path: Union[str, Path]) -> bool:
+    """Hard-link `source` at `path` through a new temporary name beside it, renamed into place; False
+    (and nothing written) where the file system cannot link it (another device, no hard links)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    try:
+        os.link(source, tmp)
+    except OSError:
+        return False
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)  # the link made just above
+        raise
+    return True
 
 
 def whole_npy_file(array: numpy.ndarray) -> Union[str, None]:

@@ -12,6 +12,7 @@ from spacy_sapbert.cli import app
 from spacy_sapbert.distributed import ChunkEncoder, RaySettings, check_address, connect, encode_chunks, worker_error_message
 from spacy_sapbert.encoder import Encoder
 from spacy_sapbert.errors import SapbertError
+from spacy_sapbert.extras import require
 from spacy_sapbert.pipeline import the_linker
 
 runner = CliRunner()
@@ -35,7 +36,7 @@ DOCS = [
 @pytest.fixture(scope="module")
 def ray_cluster():
     """A local Ray cluster of 2 CPUs, for the whole module (starting one takes seconds)."""
-    import ray
+    ray = require("ray")
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False, object_store_memory=100 * 2**20)
     yield ray

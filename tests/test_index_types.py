@@ -198,3 +198,20 @@ def test_ivfopq_needs_enough_names_to_learn_its_rotation():
     few = [Concept(f"C{c}", f"concept {c} variant 0") for c in range(100)]
     with pytest.raises(IndexFormatError, match="ivfopq needs at least 256 names.*has 100"):
         ConceptIndex.build(few, clustered_encode, encoder=SETTINGS, index_type="ivfopq")
+
+
+def test_rescoring_vectors_are_copied_where_the_file_system_refuses_a_hard_link(tmp_path, monkeypatch):
+    from spacy_sapbert.index import RERANK_CHUNK_FILE
+
+    def refuse(source, target):
+        raise OSError(18, "Invalid cross-device link")
+
+    chunked = ConceptIndex.build(
+        vocabulary(), clustered_encode, encoder=SETTINGS, index_type="ivfpq", chunk_dir=tmp_path / "c", chunk_size=64
+    )
+    monkeypatch.setattr("os.link", refuse)
+    chunked.to_disk(tmp_path / "index")
+    saved = tmp_path / "index" / RERANK_FILE
+    assert not saved.samefile(tmp_path / "c" / RERANK_CHUNK_FILE) and saved.stat().st_nlink == 1
+    assert not list((tmp_path / "index").glob(".*.tmp"))
+    numpy.testing.assert_array_equal(numpy.load(saved), numpy.asarray(chunked.rerank))

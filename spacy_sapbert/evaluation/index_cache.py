@@ -31,12 +31,13 @@ def build_encoder_index(
 ) -> ConceptIndex:
     """The strict concept index for an encoder, reused from `cache_dir` when the same one was built before.
 
-    Encoding goes through a `ChunkStore` beside the cache folder (`KEY.chunks`, `chunk_size` names
-    a chunk), so an evaluation killed while encoding a large vocabulary resumes from its finished chunks. The cache folder's name is `index_cache_key` of everything the vectors depend on: the encoder's
+    The cache folder's name is `index_cache_key` of everything the vectors depend on: the encoder's
     fingerprint (weights and tokenizer), pooling, max_length, the index settings and the content of
     the concepts and the normalizer (lowercase, punctuation, spelling corrections). A cached index is
     checked against them again when it is read. `vocabulary`: vocabulary_hash(KnowledgeBase(concepts))
-    when the caller has it already.
+    when the caller has it already. With a cache, encoding goes through a `ChunkStore` beside the cache
+    folder (`KEY.chunks`, `chunk_size` names a chunk), so an evaluation killed while encoding a large
+    vocabulary resumes from its finished chunks.
     """
     settings = {**encoder_settings(encoder), **normalizer.settings(), "normalize": EVAL_INDEX["normalize"]}
     merged: List[KnowledgeBase] = []
