@@ -1,4 +1,5 @@
-"""Encoder backends side by side in one run: torch, onnx and onnx-int8, for each model given.
+"""Encoder backends side by side in one run: torch (float32), torch-bf16, onnx and onnx-int8 (any of
+BACKENDS with --backends), for each model given.
 
 For each (model, backend), in a fresh subprocess (so peak memory is its own):
 1. encoder load time from the model folder (with the ONNX export when the backend needs one);
@@ -15,7 +16,7 @@ acc@1 on NCBI-disease dev (strict) of its ranked candidates, scored by this proj
 (benchmarks/scispacy_child.py runs in that environment).
 
 Usage: python benchmarks/bench_backends.py [--model all-MiniLM-L6-v2:mean] [--model FOLDER:cls ...]
-       [--backends torch onnx onnx-int8] [--accuracy] [--limit-names N] [--limit-docs N] [--threads N]
+       [--backends torch torch-bf16 onnx onnx-int8] [--accuracy] [--limit-names N] [--limit-docs N] [--threads N]
        [--scispacy-python PYTHON]
 """
 from __future__ import annotations
@@ -144,7 +145,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--model", action="append", default=[], help="MODEL:POOLING (default all-MiniLM-L6-v2:mean)")
-    parser.add_argument("--backends", nargs="*", default=["torch", "onnx", "onnx-int8"], help="none: only scispacy")
+    parser.add_argument("--backends", nargs="*", default=["torch", "torch-bf16", "onnx", "onnx-int8"], help="none: only scispacy")
     parser.add_argument("--accuracy", action="store_true", help="also acc@1 on NCBI-disease dev (encodes MEDIC again)")
     parser.add_argument("--limit-names", type=int, default=0, help="only the first N MEDIC concepts (a quick check)")
     parser.add_argument("--limit-docs", type=int, default=0, help="only the first N NCBI-disease test documents")
@@ -180,7 +181,8 @@ def main() -> None:
                 rows.append(row)
     scispacy = run_scispacy(args.scispacy_python, args.data, args.limit_names, args.limit_docs) if args.scispacy_python else None
 
-    print(f"machine: {platform.machine()}, {args.threads} torch threads; NCBI-disease test gold mentions; MEDIC names")
+    print(f"machine: {platform.machine()} {platform.processor() or ''}, {args.threads} torch threads, native bfloat16 matmul: "
+          f"{torch.ops.mkldnn._is_mkldnn_bf16_supported()}; NCBI-disease test gold mentions; MEDIC names")
     print("| model | backend | encoder load s | index build names/s | pipeline load s | nlp.pipe cold mentions/s | warm | naive loop | peak RSS MB | cosine to torch min / mean | acc@1 dev strict / biosyn |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:

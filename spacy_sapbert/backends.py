@@ -1,5 +1,10 @@
-"""Inference backends of the encoder: torch (default), ONNX Runtime (`onnx`) and its int8 dynamic
-quantization (`onnx-int8`).
+"""Inference backends of the encoder: torch (default, float32), torch in bfloat16 (`torch-bf16`) or float16
+(`torch-fp16`), ONNX Runtime (`onnx`) and its int8 dynamic quantization (`onnx-int8`).
+
+The reduced-precision torch backends run a bfloat16 / float16 copy of the model; the float32 weights stay
+the encoder's own (its fingerprint, what is saved). bfloat16 is the fast one on CPUs with AMX or
+AVX512-BF16 (Intel Sapphire Rapids and later, AMD Zen 4 and later) and on recent GPUs; float16 is for
+GPUs. Both are checked against float32 when they are made, like int8 (`check_agreement`).
 
 An ONNX backend runs the same tokenizer, length-sorted chunks and pooling as torch (`pooled_chunks`);
 only the transformer's forward pass moves to ONNX Runtime. The model is exported once from the torch
@@ -33,9 +38,13 @@ from .errors import EncoderLoadError
 from .extras import require
 from .io import atomic_write, atomic_write_text
 
-__all__ = ["BACKENDS", "EXPORT_META", "ONNX_FILES", "OnnxModel", "export_onnx", "onnx_model_for", "save_onnx", "saved_onnx"]
+__all__ = [
+    "BACKENDS", "EXPORT_META", "ONNX_FILES", "TORCH_DTYPES", "OnnxModel", "export_onnx", "onnx_model_for",
+    "reduced_precision_model", "save_onnx", "saved_onnx",
+]
 
-BACKENDS = ("torch", "onnx", "onnx-int8")
+BACKENDS = ("torch", "torch-bf16", "torch-fp16", "onnx", "onnx-int8")
+TORCH_DTYPES = {"torch": torch.float32, "torch-bf16": torch.bfloat16, "torch-fp16": torch.float16}
 ONNX_FILES = {"onnx": "model.onnx", "onnx-int8": "model-int8.onnx"}
 EXPORT_META = "onnx_export.json"
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
@@ -46,6 +55,9 @@ INT8_QUANTIZATION = {"weight_type": "QInt8", "per_channel": True}
 # int8 is refused for a model whose quantized vectors drift this far from float32 on AGREEMENT_PROBES: on
 # all-mpnet-base-v2 the same recipe gave a mean cosine of 0.02 (MiniLM: 0.991), and links would silently change.
 MIN_INT8_COSINE = 0.98
+# bfloat16 / float16 must agree closer: rounding alone gives about 0.9999 (MiniLM, bfloat16); lower means
+# overflow or a model that does not run in that precision.
+MIN_HALF_COSINE = 0.995
 AGREEMENT_PROBES = (
     "heart failure", "type 2 diabetes mellitus", "breast cancer", "hereditary nonpolyposis colorectal cancer",
     "ataxia telangiectasia", "renal failure", "myocardial infarction", "hypertension", "duchenne muscular dystrophy",
@@ -116,21 +128,59 @@ def _quantize_int8(source: Path, target: Path, tokenizer) -> None:
         atomic_write(target, write)
 
 
-def _check_int8_agreement(fp32: Path, int8: Path, tokenizer) -> None:
-    """Raise EncoderLoadError when the int8 file's mean-pooled vectors of AGREEMENT_PROBES have a mean
-    cosine below MIN_INT8_COSINE with the float32 file's."""
+def probe_vectors(model, tokenizer) -> torch.Tensor:
+    """Unit mean-pooled float32 vectors of AGREEMENT_PROBES from a torch model or an OnnxModel."""
     batch = tokenizer(list(AGREEMENT_PROBES), padding=True, return_tensors="pt")
+    device = getattr(model, "device", torch.device("cpu"))
+    with torch.inference_mode():
+        hidden = model(**batch.to(device)).last_hidden_state.float()
+    return torch.nn.functional.normalize(pool(hidden, batch["attention_mask"].to(hidden.device), "mean"), dim=-1).cpu()
 
-    def vectors(path: Path) -> torch.Tensor:
-        hidden = OnnxModel(path, 0, torch.device("cpu"))(**batch).last_hidden_state
-        return torch.nn.functional.normalize(pool(hidden, batch["attention_mask"], "mean"), dim=-1)
 
-    cosine = float((vectors(fp32) * vectors(int8)).sum(-1).mean())
-    if cosine < MIN_INT8_COSINE:
+def check_agreement(reference: torch.Tensor, vectors: torch.Tensor, backend: str, minimum: float, instead: str) -> None:
+    """Raise EncoderLoadError when `vectors` (probe_vectors of `backend`) have a mean cosine below `minimum`
+    with `reference` (float32's): that backend would change links."""
+    cosine = float((reference * vectors).sum(-1).mean())
+    if not cosine >= minimum:  # NaN (float16 overflow) fails too
         raise EncoderLoadError(
-            f"backend 'onnx-int8': this model's int8 vectors agree with float32 at a mean cosine of {cosine:.3f} "
-            f"(< {MIN_INT8_COSINE}), which would change links; use backend 'onnx' (same vectors as torch) or 'torch'"
+            f"backend {backend!r}: this model's vectors agree with float32 at a mean cosine of {cosine:.3f} "
+            f"(< {minimum}), which would change links; use {instead}"
         )
+
+
+def _check_int8_agreement(fp32: Path, int8: Path, tokenizer) -> None:
+    """`check_agreement` of the int8 file against the float32 file it was quantized from."""
+    cpu = torch.device("cpu")
+    check_agreement(
+        probe_vectors(OnnxModel(fp32, 0, cpu), tokenizer), probe_vectors(OnnxModel(int8, 0, cpu), tokenizer),
+        "onnx-int8", MIN_INT8_COSINE, "backend 'onnx' (same vectors as torch) or 'torch'",
+    )
+
+
+def reduced_precision_model(model, tokenizer, backend: str):
+    """A copy of the float32 torch `model` in the dtype of `backend` (torch-bf16, torch-fp16), checked
+    against float32 on AGREEMENT_PROBES; the float32 model is left as it was."""
+    dtype = TORCH_DTYPES[backend]
+    device = next(model.parameters()).device
+    if device.type == "cpu" and not _native_on_cpu(dtype):
+        warnings.warn(
+            f"backend {backend!r}: this CPU has no native {dtype} matrix units (AMX, AVX512-BF16/FP16); "
+            "it runs emulated, slower than 'torch'", RuntimeWarning, stacklevel=3,
+        )
+    runtime = copy.deepcopy(model).to(dtype).eval()
+    check_agreement(
+        probe_vectors(model, tokenizer), probe_vectors(runtime, tokenizer), backend, MIN_HALF_COSINE, "backend 'torch'"
+    )
+    return runtime
+
+
+def _native_on_cpu(dtype: torch.dtype) -> bool:
+    """Whether oneDNN runs `dtype` matrix products natively on this CPU."""
+    probe = torch.ops.mkldnn._is_mkldnn_bf16_supported if dtype == torch.bfloat16 else torch.ops.mkldnn._is_mkldnn_fp16_supported
+    try:
+        return bool(probe())
+    except (AttributeError, RuntimeError):  # a torch without these probes
+        return False
 
 
 def export_onnx(model, tokenizer, folder: Path, backend: str, fingerprint: str) -> Path:
@@ -198,6 +248,8 @@ class OnnxModel:
         self.__init__(state["path"], state["hidden_size"], state["device"])
 
     def __call__(self, **batch: torch.Tensor) -> SimpleNamespace:
+        if "token_type_ids" in self.input_names and "token_type_ids" not in batch:  # callers that pass ids and mask only
+            batch = {**batch, "token_type_ids": torch.zeros_like(batch["input_ids"])}
         feeds = {name: batch[name].cpu().numpy().astype(numpy.int64) for name in self.input_names}
         hidden = self.session.run(["last_hidden_state"], feeds)[0]
         return SimpleNamespace(last_hidden_state=torch.from_numpy(hidden).to(self.device))

@@ -106,7 +106,7 @@ def context_vectors(model, tokenizer, items: Sequence[MentionInContext], *, wind
         input_ids[row, : len(ids)] = torch.tensor(ids)
         attention[row, : len(ids)] = 1
         mention_mask[row, first:end] = 1.0
-    hidden = model(input_ids=input_ids.to(device), attention_mask=attention.to(device)).last_hidden_state
+    hidden = model(input_ids=input_ids.to(device), attention_mask=attention.to(device)).last_hidden_state.float()
     mask = mention_mask.to(device=hidden.device, dtype=hidden.dtype).unsqueeze(-1)
     return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
 

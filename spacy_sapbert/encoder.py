@@ -124,7 +124,7 @@ def length_chunks(texts: Sequence[str], chunk_size: int) -> List[List[int]]:
 def forward_pooled(model, tokenizer, texts: Sequence[str], *, max_length: int, pooling: str, device) -> torch.Tensor:
     """The one encoding step: tokenize (pad to the longest, truncate to `max_length`), forward, pool."""
     batch = tokenizer(list(texts), padding=True, truncation=True, max_length=max_length, return_tensors="pt").to(device)
-    return pool(model(**batch).last_hidden_state, batch["attention_mask"], pooling)
+    return pool(model(**batch).last_hidden_state.float(), batch["attention_mask"], pooling)  # pooled in float32
 
 
 def pooled_chunks(
@@ -215,9 +215,14 @@ class Encoder:
         self.model.to(self.device)
         self.model.eval()
         self.backend = backend
-        self.runtime = self.model  # what runs the forward pass: the torch model, or an ONNX Runtime session
+        # what runs the forward pass: the torch model, a bfloat16 / float16 copy of it, or an ONNX Runtime session
+        self.runtime = self.model
         self._onnx_dir: Optional[tempfile.TemporaryDirectory] = None
-        if backend != "torch":
+        if backend in ("torch-bf16", "torch-fp16"):
+            from .backends import reduced_precision_model
+
+            self.runtime = reduced_precision_model(self.model, self.tokenizer, backend)
+        elif backend != "torch":
             from .backends import onnx_model_for
 
             self._onnx_dir = tempfile.TemporaryDirectory(prefix="sapbert-onnx-")
@@ -250,7 +255,7 @@ class Encoder:
         """Write weights, config and tokenizer as a Hugging Face folder, and the ONNX file of an ONNX
         backend beside them (loaded again without export)."""
         save_pretrained(folder, self.model, self.tokenizer)
-        if self.backend != "torch":
+        if self.backend.startswith("onnx"):
             from .backends import save_onnx
 
             save_onnx(self, Path(folder))

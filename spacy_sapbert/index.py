@@ -43,7 +43,8 @@ Candidate = Tuple[str, float]
 
 # What decides the meaning of a set of name vectors besides the names, in the order they are checked:
 # the encoder (weights and tokenizer), its pooling and truncation, and the name normalization.
-# The backend (torch, onnx, onnx-int8) runs the same weights, but int8 codes move the vectors.
+# The backend (torch, torch-bf16, torch-fp16, onnx, onnx-int8) runs the same weights, but reduced precision
+# and int8 codes move the vectors.
 ENCODER_SETTINGS = ("encoder_fingerprint", "backend", "pooling", "max_length")
 VECTOR_SETTINGS = ENCODER_SETTINGS + ("lowercase", "remove_punctuation", "spell_check", "normalize")
 # what a setting was before it was recorded (indexes and memories of 0.2.0 say nothing of the backend)
@@ -85,6 +86,14 @@ def check_vector_settings(
         raise IndexFormatError(
             f"{what} was built with {key}={was!r} but {current_source} {key}={now!r}; rebuild it ({rebuild}) or set {key} back"
         )
+
+
+def first_search_depth(k: int, n_names: int, n_concepts: int) -> int:
+    """How many names `ConceptIndex.search` asks the index for first: enough that most queries find `k`
+    distinct concepts at once where a concept has several names (MEDIC: about 6). A flat search costs the
+    same for any depth (the matrix product dominates), and each widening is one more whole search."""
+    names_per_concept = max(1, round(n_names / max(1, n_concepts)))
+    return 4 * k * names_per_concept + 16
 
 
 def vocabulary_hash(concepts: Iterable[Concept], chunk: int = 10000) -> str:
@@ -369,7 +378,7 @@ class ConceptIndex:
         queries = float32_rows(queries, self.normalize)
         results: List[Optional[List[Candidate]]] = [None] * len(queries)
         pending = numpy.arange(len(queries))
-        depth = min(self.vectors.ntotal, 4 * k + 16)
+        depth = min(self.vectors.ntotal, first_search_depth(k, len(self.names), len(self.concepts)))
         while len(pending):
             scores, rows = self._name_hits(queries[pending], depth)
             unfinished = []

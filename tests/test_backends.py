@@ -1,5 +1,5 @@
-"""Encoder backends: ONNX Runtime (float32 and int8) against torch, saved inside the pipeline, refused
-when they do not match what the index was built with."""
+"""Encoder backends: torch in bfloat16 / float16 and ONNX Runtime (float32 and int8) against torch
+float32, saved inside the pipeline, refused when they do not match what the index was built with."""
 import json
 import sys
 
@@ -145,3 +145,70 @@ def test_int8_is_refused_when_its_vectors_drift_from_float32(tiny_bert, tmp_path
     assert not list(tmp_path.glob("*.tmp"))
     monkeypatch.setattr(backends, "MIN_INT8_COSINE", 0.98)
     assert backends.export_onnx(encoder.model, encoder.tokenizer, tmp_path, "onnx-int8", encoder.fingerprint).is_file()
+
+
+@pytest.mark.parametrize("backend, dtype", [("torch-bf16", "bfloat16"), ("torch-fp16", "float16")])
+def test_reduced_precision_runs_a_half_copy_and_keeps_the_float32_weights(tiny_bert, backend, dtype, one_thread, recwarn):
+    import torch
+
+    full = Encoder(tiny_bert, pooling="mean", device="cpu")
+    half = Encoder(tiny_bert, pooling="mean", device="cpu", backend=backend)
+    assert half.runtime.dtype == getattr(torch, dtype) and half.model.dtype == torch.float32
+    assert half.fingerprint == full.fingerprint  # the same weights: the backend is recorded beside it
+    vectors, reference = half.encode(TEXTS), full.encode(TEXTS)
+    assert vectors.dtype == numpy.float32 and numpy.isfinite(vectors).all()
+    assert cosines(vectors, reference).min() >= 0.99
+    assert numpy.abs(vectors - reference).max() > 1e-4  # computed in the lower precision, not float32
+
+
+def test_a_bf16_pipeline_saves_float32_weights_and_is_refused_on_float32(tiny_bert, tmp_path, toy_concepts):
+    from safetensors import safe_open
+
+    nlp = spacy.blank("en")
+    linker = nlp.add_pipe("sapbert_linker", config={"model": tiny_bert, "device": "cpu", "backend": "torch-bf16", "pooling": "mean"})
+    linker.initialize(vocabulary=toy_concepts)
+    nlp.to_disk(tmp_path / "p")
+    with safe_open(str(tmp_path / "p" / "sapbert_linker" / "encoder" / "model.safetensors"), "pt") as weights:
+        assert {str(weights.get_tensor(key).dtype) for key in weights.keys()} == {"torch.float32"}
+    loaded = spacy.load(tmp_path / "p")
+    assert loaded.get_pipe("sapbert_linker").search_texts(TEXTS) == linker.search_texts(TEXTS)
+    with pytest.raises(IndexFormatError, match="backend='torch-bf16'.*backend='torch'"):
+        spacy.load(tmp_path / "p", config={"components": {"sapbert_linker": {"backend": "torch"}}})
+
+
+def test_reduced_precision_that_disagrees_with_float32_is_refused(tiny_bert, monkeypatch):
+    import spacy_sapbert.backends as backends
+
+    monkeypatch.setattr(backends, "MIN_HALF_COSINE", 1.01)  # no bfloat16 copy agrees this well
+    with pytest.raises(EncoderLoadError, match="backend 'torch-bf16'.*mean cosine"):
+        Encoder(tiny_bert, pooling="mean", device="cpu", backend="torch-bf16")
+
+
+def test_reduced_precision_that_overflows_is_refused(tiny_bert, monkeypatch):
+    import torch
+
+    import spacy_sapbert.backends as backends
+
+    real = backends.probe_vectors
+    calls = []
+
+    def overflowing(model, tokenizer):  # the second call is the half copy's: float16 inf -> NaN vectors
+        calls.append(model)
+        return real(model, tokenizer) * (float("nan") if len(calls) == 2 else 1.0)
+
+    monkeypatch.setattr(backends, "probe_vectors", overflowing)
+    with pytest.raises(EncoderLoadError, match="backend 'torch-fp16'.*nan"):
+        Encoder(tiny_bert, pooling="mean", device="cpu", backend="torch-fp16")
+    assert calls[1].dtype == torch.float16
+
+
+def test_an_onnx_model_is_fed_zero_token_types_when_the_caller_gives_none(int8_pipeline):
+    import torch
+
+    nlp, _ = int8_pipeline
+    encoder = nlp.get_pipe("sapbert_linker").encoder
+    batch = encoder.tokenizer(TEXTS, padding=True, return_tensors="pt")
+    assert "token_type_ids" in encoder.runtime.input_names
+    with_types = encoder.runtime(**batch).last_hidden_state
+    without = encoder.runtime(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+    assert torch.equal(with_types, without)

@@ -189,7 +189,12 @@ def brute_force_best(concepts, vectors, queries):
     return numpy.stack([sims[:, [column[n] for n in c.names]].max(axis=1) for c in concepts], axis=1)
 
 
-def test_concept_top_k_equals_a_brute_force_reference():
+@pytest.mark.parametrize("first_depth", ["as shipped", "shallow"])
+def test_concept_top_k_equals_a_brute_force_reference(monkeypatch, first_depth):
+    from spacy_sapbert.index import first_search_depth
+
+    if first_depth == "shallow":  # the first search returns k names: most queries need deeper searches
+        monkeypatch.setattr("spacy_sapbert.index.first_search_depth", lambda k, n_names, n_concepts: k)
     rng = numpy.random.default_rng(11)
     concepts, vectors = skewed_vocabulary(rng)
     index = ConceptIndex.build(concepts, lambda texts: numpy.stack([vectors[t] for t in texts]).astype("float32"))
@@ -204,8 +209,19 @@ def test_concept_top_k_equals_a_brute_force_reference():
             order = numpy.argsort(-row, kind="stable")[:k]
             assert [cid for cid, _ in hits] == [concepts[c].id for c in order], k
             numpy.testing.assert_allclose([s for _, s in hits], row[order], atol=1e-5)
-        if k == 30:  # the 136 nearest names hold fewer than 30 concepts: deeper searches follow
-            assert counting.depths[0] == 4 * k + 16 and len(counting.depths) > 1
+        if first_depth == "shallow" and k == 30:  # 30 names hold fewer than 30 concepts
+            assert counting.depths[0] == 30 and len(counting.depths) > 1
+        if first_depth == "as shipped":
+            expected = min(counting.index.ntotal, first_search_depth(k, len(index.names), len(index.concepts)))
+            assert counting.depths[0] == expected
+
+
+def test_the_first_search_is_deep_enough_for_k_concepts_of_several_names():
+    from spacy_sapbert.index import first_search_depth
+
+    assert first_search_depth(10, 1000, 1000) == 56  # one name a concept
+    assert first_search_depth(10, 72000, 12000) == 256  # MEDIC: about 6 names a concept
+    assert first_search_depth(10, 0, 0) == 56
 
 
 def merging_vocabulary():
