@@ -110,14 +110,23 @@ def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, pooling: str) -> to
     raise EncoderLoadError(f"pooling={pooling!r} is not supported; choose one of {list(POOLINGS)}")
 
 
-def length_order(texts: Sequence[str]) -> List[int]:
-    """Indices of `texts` from shortest to longest, so batches of similar length need little padding."""
-    return sorted(range(len(texts)), key=lambda i: len(texts[i]))
+def length_order(lengths: Sequence[int]) -> List[int]:
+    """Indices of `lengths` from shortest to longest (ties in their order), so batches of similar length
+    need little padding."""
+    return sorted(range(len(lengths)), key=lengths.__getitem__)
 
 
-def length_chunks(texts: Sequence[str], chunk_size: int) -> List[List[int]]:
-    """Row indices of `texts`, shortest first, cut into chunks of at most `chunk_size`."""
-    order = length_order(texts)
+def piece_counts(tokenizer, texts: Sequence[str], max_length: int) -> List[int]:
+    """How many word pieces each text is padded to in a batch (special tokens in, truncated to `max_length`).
+
+    Batches are cut by this count, not by characters: on the MEDIC names, character-sorted batches of
+    128 were 46% padding, piece-sorted ones 0.2% (BENCHMARKS.md, issue 13)."""
+    return [len(ids) for ids in tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"]]
+
+
+def length_chunks(lengths: Sequence[int], chunk_size: int) -> List[List[int]]:
+    """Row indices, shortest first by `lengths`, cut into chunks of at most `chunk_size`."""
+    order = length_order(lengths)
     return [order[start : start + chunk_size] for start in range(0, len(order), chunk_size)]
 
 
@@ -131,8 +140,9 @@ def pooled_chunks(
     model, tokenizer, texts: Sequence[str], *, max_length: int, pooling: str, device, chunk_size: int,
     progress: Optional[str] = None,
 ) -> Iterator[Tuple[List[int], torch.Tensor]]:
-    """(rows, pooled vectors) for each length-sorted chunk of `texts`; `progress` is a tqdm label, or None."""
-    chunks = length_chunks(texts, chunk_size)
+    """(rows, pooled vectors) for each chunk of `texts` of similar word-piece counts (`piece_counts`);
+    `progress` is a tqdm label, or None."""
+    chunks = length_chunks(piece_counts(tokenizer, texts, max_length), chunk_size)
     if progress is not None:
         from tqdm import tqdm
 
@@ -148,7 +158,7 @@ def embed_texts(
 ) -> torch.Tensor:
     """(len(texts), dim) pooled vectors that keep their autograd graph, rows in the order of `texts`.
 
-    For training: length-sorted chunks of `chunk_size` (`pooled_chunks`), so a short name is not padded
+    For training: chunks of `chunk_size` sorted by word pieces (`pooled_chunks`), so a short name is not padded
     to the longest name of a 512-name batch. With attention masking the vectors are those of one padded
     batch (up to float rounding) at about half the cost on CPU.
     """

@@ -2,7 +2,7 @@ import numpy
 import pytest
 import torch
 
-from spacy_sapbert.encoder import Encoder, length_order, pool, resolve_device
+from spacy_sapbert.encoder import Encoder, length_order, pool, pooled_chunks, resolve_device
 from spacy_sapbert.errors import EncoderLoadError
 
 
@@ -18,8 +18,18 @@ def test_unknown_pooling_lists_the_options(tiny_bert):
         Encoder(tiny_bert, pooling="max")
 
 
-def test_length_order_sorts_by_length():
-    assert length_order(["ccc", "a", "bb"]) == [1, 2, 0]
+def test_length_order_sorts_by_length_and_keeps_ties_in_order():
+    assert length_order([3, 1, 2, 1]) == [1, 3, 2, 0]
+
+
+def test_batches_are_cut_by_word_pieces_not_characters(tiny_bert):
+    encoder = Encoder(tiny_bert, device="cpu")
+    # characters 8, 13, 5, 10; word pieces 8, 2, 1, 10 (whole words in the toy vocabulary, x letter by letter)
+    texts = ["xxxxxxxx", "heart failure", "liver", "xxxxxxxxxx"]
+    chunks = pooled_chunks(
+        encoder.model, encoder.tokenizer, texts, max_length=25, pooling="mean", device="cpu", chunk_size=2
+    )
+    assert [rows for rows, _ in chunks] == [[2, 1], [0, 3]]
 
 
 def test_encode_keeps_input_order_whatever_the_batching(tiny_bert):
