@@ -39,12 +39,12 @@ from .extras import require
 from .io import atomic_write, atomic_write_text
 
 __all__ = [
-    "BACKENDS", "EXPORT_META", "ONNX_FILES", "TORCH_DTYPES", "OnnxModel", "export_onnx", "onnx_model_for",
+    "BACKENDS", "EXPORT_META", "ONNX_FILES", "REDUCED_PRECISION", "OnnxModel", "export_onnx", "onnx_model_for",
     "reduced_precision_model", "save_onnx", "saved_onnx",
 ]
 
 BACKENDS = ("torch", "torch-bf16", "torch-fp16", "onnx", "onnx-int8")
-TORCH_DTYPES = {"torch": torch.float32, "torch-bf16": torch.bfloat16, "torch-fp16": torch.float16}
+REDUCED_PRECISION = {"torch-bf16": torch.bfloat16, "torch-fp16": torch.float16}  # torch backends on a copy in that dtype
 ONNX_FILES = {"onnx": "model.onnx", "onnx-int8": "model-int8.onnx"}
 EXPORT_META = "onnx_export.json"
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
@@ -160,7 +160,7 @@ def _check_int8_agreement(fp32: Path, int8: Path, tokenizer) -> None:
 def reduced_precision_model(model, tokenizer, backend: str):
     """A copy of the float32 torch `model` in the dtype of `backend` (torch-bf16, torch-fp16), checked
     against float32 on AGREEMENT_PROBES; the float32 model is left as it was."""
-    dtype = TORCH_DTYPES[backend]
+    dtype = REDUCED_PRECISION[backend]
     device = next(model.parameters()).device
     if device.type == "cpu" and not _native_on_cpu(dtype):
         warnings.warn(

@@ -116,41 +116,38 @@ def length_order(lengths: Sequence[int]) -> List[int]:
     return sorted(range(len(lengths)), key=lengths.__getitem__)
 
 
-def piece_counts(tokenizer, texts: Sequence[str], max_length: int) -> List[int]:
-    """How many word pieces each text is padded to in a batch (special tokens in, truncated to `max_length`).
-
-    Batches are cut by this count, not by characters: on the MEDIC names, 31% of the positions of
-    character-sorted batches of 128 were padding, of piece-sorted ones 0.2% (benchmarks/bench_ceiling.py)."""
-    return [len(ids) for ids in tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"]]
-
-
 def length_chunks(lengths: Sequence[int], chunk_size: int) -> List[List[int]]:
     """Row indices, shortest first by `lengths`, cut into chunks of at most `chunk_size`."""
     order = length_order(lengths)
     return [order[start : start + chunk_size] for start in range(0, len(order), chunk_size)]
 
 
-def forward_pooled(model, tokenizer, texts: Sequence[str], *, max_length: int, pooling: str, device) -> torch.Tensor:
-    """The one encoding step: tokenize (pad to the longest, truncate to `max_length`), forward, pool."""
-    batch = tokenizer(list(texts), padding=True, truncation=True, max_length=max_length, return_tensors="pt").to(device)
-    return pool(model(**batch).last_hidden_state.float(), batch["attention_mask"], pooling)  # pooled in float32
+def forward_pooled(model, batch, pooling: str) -> torch.Tensor:
+    """The one encoding step: forward a padded batch of tokenizer tensors, pool in float32."""
+    return pool(model(**batch).last_hidden_state.float(), batch["attention_mask"], pooling)
 
 
 def pooled_chunks(
     model, tokenizer, texts: Sequence[str], *, max_length: int, pooling: str, device, chunk_size: int,
     progress: Optional[str] = None,
 ) -> Iterator[Tuple[List[int], torch.Tensor]]:
-    """(rows, pooled vectors) for each chunk of `texts` of similar word-piece counts (`piece_counts`);
-    `progress` is a tqdm label, or None."""
-    chunks = length_chunks(piece_counts(tokenizer, texts, max_length), chunk_size)
+    """(rows, pooled vectors) for each chunk of `texts` of similar word-piece counts; `progress` is a tqdm
+    label, or None.
+
+    The texts are tokenized once (truncated to `max_length`) and each chunk is padded from those pieces.
+    Chunks are cut by word pieces, not characters: on the MEDIC names, 31% of the positions of
+    character-sorted batches of 128 were padding, of piece-sorted ones 0.2% (benchmarks/bench_ceiling.py)."""
+    if not texts:
+        return  # a tokenizer refuses an empty list
+    encoded = tokenizer(list(texts), truncation=True, max_length=max_length)
+    chunks = length_chunks([len(ids) for ids in encoded["input_ids"]], chunk_size)
     if progress is not None:
         from tqdm import tqdm
 
         chunks = tqdm(chunks, desc=progress, unit="batch", file=sys.stderr)
     for rows in chunks:
-        yield rows, forward_pooled(
-            model, tokenizer, [texts[i] for i in rows], max_length=max_length, pooling=pooling, device=device
-        )
+        batch = tokenizer.pad({key: [encoded[key][i] for i in rows] for key in encoded.keys()}, return_tensors="pt")
+        yield rows, forward_pooled(model, batch.to(device), pooling)
 
 
 def embed_texts(
@@ -208,7 +205,7 @@ class Encoder:
         local_files_only: bool = False,
         backend: str = "torch",
     ):
-        from .backends import BACKENDS
+        from .backends import BACKENDS, ONNX_FILES, REDUCED_PRECISION
 
         if backend not in BACKENDS:
             raise EncoderLoadError(f"backend={backend!r} is not supported; choose one of {list(BACKENDS)}")
@@ -228,11 +225,11 @@ class Encoder:
         # what runs the forward pass: the torch model, a bfloat16 / float16 copy of it, or an ONNX Runtime session
         self.runtime = self.model
         self._onnx_dir: Optional[tempfile.TemporaryDirectory] = None
-        if backend in ("torch-bf16", "torch-fp16"):
+        if backend in REDUCED_PRECISION:
             from .backends import reduced_precision_model
 
             self.runtime = reduced_precision_model(self.model, self.tokenizer, backend)
-        elif backend != "torch":
+        elif backend in ONNX_FILES:
             from .backends import onnx_model_for
 
             self._onnx_dir = tempfile.TemporaryDirectory(prefix="sapbert-onnx-")
@@ -264,10 +261,10 @@ class Encoder:
     def save(self, folder: Union[str, Path]) -> None:
         """Write weights, config and tokenizer as a Hugging Face folder, and the ONNX file of an ONNX
         backend beside them (loaded again without export)."""
-        save_pretrained(folder, self.model, self.tokenizer)
-        if self.backend.startswith("onnx"):
-            from .backends import save_onnx
+        from .backends import ONNX_FILES, save_onnx
 
+        save_pretrained(folder, self.model, self.tokenizer)
+        if self.backend in ONNX_FILES:
             save_onnx(self, Path(folder))
 
 

@@ -77,7 +77,7 @@ def atomic_link(source: Union[str, Path], path: Union[str, Path]) -> bool:
     try:
         os.replace(tmp, path)
     except BaseException:
-        os.unlink(tmp)  # the link made just above
+        os.unlink(tmp)  # the link made just above (os.link refuses a name that exists, so it is ours)
         raise
     return True
 

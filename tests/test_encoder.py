@@ -42,6 +42,11 @@ def test_encode_keeps_input_order_whatever_the_batching(tiny_bert):
     assert not numpy.allclose(batched[0], batched[1])
 
 
+def test_no_texts_encode_to_an_empty_array(tiny_bert):
+    encoder = Encoder(tiny_bert, device="cpu")
+    assert encoder.encode([]).shape == (0, encoder.dim)
+
+
 def test_texts_are_truncated_to_max_length(tiny_bert):
     encoder = Encoder(tiny_bert, device="cpu", max_length=6)
     # character-level toy vocab: 4 pieces fit after [CLS] and before [SEP]
