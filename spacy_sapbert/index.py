@@ -139,7 +139,7 @@ def name_table(concepts: Sequence[Concept], normalizer: Normalizer) -> Tuple[Lis
 
 class NameLinks:
     """Which concepts each name row belongs to, in CSR layout (name row i owns concepts[offsets[i]:offsets[i + 1]],
-    ascending), and the concept-level ranking built on it."""
+    in the order `from_pairs` keeps), and the concept-level ranking built on it."""
 
     def __init__(self, offsets: numpy.ndarray, concepts: numpy.ndarray):
         if offsets.ndim != 1 or len(offsets) == 0 or int(offsets[0]) != 0 or int(offsets[-1]) != len(concepts):
@@ -149,10 +149,19 @@ class NameLinks:
 
     @classmethod
     def from_pairs(cls, pair_names: numpy.ndarray, pair_concepts: numpy.ndarray, n_names: int) -> "NameLinks":
-        """The links of (name row, concept row) pairs, each pair once."""
-        pairs = numpy.unique(numpy.stack([numpy.asarray(pair_names, "int64"), numpy.asarray(pair_concepts, "int64")]), axis=1)
-        offsets = numpy.searchsorted(pairs[0], numpy.arange(n_names + 1)).astype("int64")
-        return cls(offsets, numpy.ascontiguousarray(pairs[1]))
+        """The links of (name row, concept row) pairs, each pair once (its first occurrence).
+
+        Within a name row the concepts keep the order of the pairs: a vocabulary's concepts in row order,
+        then those of names added later (`ConceptIndex.add_names`) in the order they were added. That
+        order breaks exact ties between concepts sharing a name, so adding names never reorders the
+        concepts a name already had (sorting each name's concepts by row did, and moved biosyn figures)."""
+        names, concepts = numpy.asarray(pair_names, "int64"), numpy.asarray(pair_concepts, "int64")
+        _, first = numpy.unique(numpy.stack([names, concepts]), axis=1, return_index=True)
+        first.sort()
+        names, concepts = names[first], concepts[first]
+        order = numpy.argsort(names, kind="stable")
+        offsets = numpy.searchsorted(names[order], numpy.arange(n_names + 1)).astype("int64")
+        return cls(offsets, numpy.ascontiguousarray(concepts[order]))
 
     def __len__(self) -> int:
         return len(self.offsets) - 1

@@ -100,6 +100,19 @@ def test_add_names_makes_new_strings_findable():
     assert hits[0][0] == "C" and hits[0][1] == pytest.approx(1.0, abs=1e-5)
 
 
+def test_added_names_break_exact_ties_after_the_vocabulary_and_in_the_order_added(tmp_path):
+    """A name shared by concepts scores them equally; their order is the vocabulary's, then the order the
+    names were added, and saving keeps it (sorting each name's concepts by row would put C before A)."""
+    index = ConceptIndex.build([Concept("B", "dm"), Concept("C", "other"), Concept("A", "another")], hash_encode)
+    index.add_names([("A", "dm"), ("C", "dm"), ("A", "dm")], hash_encode)
+    [hits] = index.search(hash_encode(["dm"]), k=3)
+    assert [concept_id for concept_id, _ in hits] == ["B", "A", "C"]
+    assert hits[0][1] == hits[1][1] == hits[2][1]
+    index.to_disk(tmp_path / "index")
+    [loaded_hits] = ConceptIndex.from_disk(tmp_path / "index").search(hash_encode(["dm"]), k=3)
+    assert loaded_hits == hits
+
+
 def test_disk_and_bytes_round_trips_give_identical_results(tmp_path):
     index = ConceptIndex.build(concepts(), hash_encode)
     queries = hash_encode(["hf", "liver cancer", "kidney"])
