@@ -3,7 +3,8 @@
 # protocols, baselines beside the encoder. Usage: benchmarks/eval_table.sh [MODEL] [POOLING] [OUT_DIR]
 # (default: the offline all-MiniLM-L6-v2 with mean pooling). DATA defaults to ../shared/data; TABLES picks
 # some of: ncbi-dev ncbi-test bc5cdr-disease-dev bc5cdr-chemical-dev (default: all); CACHE=DIR keeps the encoded
-# vocabularies between runs (evaluate --cache-dir; default: evaluate's own, ~/.cache/spacy-sapbert/eval-index).
+# vocabularies between runs (evaluate --cache-dir; default: evaluate's own, ~/.cache/spacy-sapbert/eval-index);
+# BASELINES=0 scores the model alone (no exact match, TF-IDF or untuned rows, whose vocabulary encoding is the cost).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -16,8 +17,9 @@ model_args=()
 [ -n "$MODEL" ] && model_args+=(--model "$MODEL")
 [ -n "$POOLING" ] && model_args+=(--pooling "$POOLING")
 [ -n "${CACHE:-}" ] && model_args+=(--cache-dir "$CACHE")
+[ "${BASELINES:-1}" != 0 ] && model_args+=(--baselines)
 TABLES=${TABLES:-ncbi-dev ncbi-test bc5cdr-disease-dev bc5cdr-chemical-dev}
-run() { name=$1; shift; [[ " $TABLES " == *" $name "* ]] || return 0; "$PY" -m spacy_sapbert evaluate "$@" "${model_args[@]}" --baselines --title "$name" \
+run() { name=$1; shift; [[ " $TABLES " == *" $name "* ]] || return 0; "$PY" -m spacy_sapbert evaluate "$@" "${model_args[@]}" --title "$name" \
           --output "$OUT/$name.json" --plot "$OUT/$name.png" | tee "$OUT/$name.md"; }
 
 NCBI=$DATA/ncbi-disease; MEDIC=$DATA/medic/medic_06Jul2012.txt; CDR=$DATA/bc5cdr; MESH=$DATA/mesh-2024
