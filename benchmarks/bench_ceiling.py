@@ -23,7 +23,7 @@ def matmul_gflops(dtype: str = "float32", size: int = 1024, seconds: float = 3.0
     """GFLOP/s of repeated size x size matmuls in `dtype`."""
     import torch
 
-    a, b = torch.randn(size, size).to(getattr(torch, dtype)), torch.randn(size, size).to(getattr(torch, dtype))
+    a, b = (torch.randn(size, size, dtype=getattr(torch, dtype)) for _ in range(2))
     a @ b  # warm-up
     runs, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds:
