@@ -83,3 +83,27 @@ def test_the_project_transformer_config_builds_on_any_encoder_folder(tiny_bert):
     nlp = load_model_from_config(config, auto_fill=True, validate=True)
     assert nlp.pipe_names == ["ner"]
     assert any(layer.name == "sapbert_transformer_tok2vec" for layer in nlp.get_pipe("ner").model.walk())
+
+
+def test_bfloat16_autocast_gives_float32_vectors_near_float32_and_trains(tiny_bert):
+    nlp = spacy.blank("en")
+    docs = [nlp.make_doc("Hepatoma and nephropathy seen in the boy today")]
+    full = transformer_tok2vec(tiny_bert, window=4, max_length=32)
+    half = transformer_tok2vec(tiny_bert, window=4, max_length=32, precision="bfloat16")
+    full.initialize(), half.initialize()
+    expected, _ = full(docs, is_train=False)
+    outputs, _ = half(docs, is_train=False)
+    assert outputs[0].dtype == numpy.float32 and outputs[0].shape == expected[0].shape
+    assert not numpy.array_equal(outputs[0], expected[0])  # the passes really ran in bfloat16
+    numpy.testing.assert_allclose(outputs[0], expected[0], atol=0.1)
+    outputs, backprop = half(docs, is_train=True)
+    backprop([numpy.ones_like(o) for o in outputs])
+    grads = [p.grad for p in half.layers[0].shims[0]._model.parameters() if p.grad is not None]
+    assert grads and all(g.dtype == torch.float32 for g in grads) and any(float(g.abs().sum()) > 0 for g in grads)
+
+
+def test_an_unknown_precision_is_refused_by_name(tiny_bert):
+    from spacy_sapbert.errors import SapbertError
+
+    with pytest.raises(SapbertError, match="precision.*'float16'"):
+        transformer_tok2vec(tiny_bert, precision="float16")
