@@ -563,3 +563,22 @@ def test_mixed_precision_is_plain_float32_on_cpu_and_saves_its_scaler(tmp_path):
     assert torch.equal(run(True), run(False))
     assert (tmp_path / MixedPrecision.FILE).is_file()
     MixedPrecision(torch.device("cpu"), amp=True).load(tmp_path)  # a saved state loads back
+
+
+def test_cpu_bf16_runs_the_forward_pass_in_bfloat16_and_sap_still_learns(tmp_path, tiny_bert, toy_pairs, one_thread):
+    from spacy_sapbert.training.checkpoints import MixedPrecision
+
+    layer = torch.nn.Linear(3, 1)
+    with MixedPrecision(torch.device("cpu"), amp=True, cpu_bf16=True).autocast():
+        assert layer(torch.ones(2, 3)).dtype == torch.bfloat16
+    with MixedPrecision(torch.device("cpu"), amp=True).autocast():
+        assert layer(torch.ones(2, 3)).dtype == torch.float32  # off unless asked for
+    out = tmp_path / "run"
+    config = TrainConfig(
+        model=tiny_bert, output=str(out), pairs=str(toy_pairs), batch_size=16, lr=2e-3, epochs=12,
+        log_every=2, device="cpu", cpu_bf16=True, progress=False,
+    )
+    model_dir = train(config)
+    assert json.loads((out / "train_config.json").read_text())["cpu_bf16"] is True
+    assert all(p.dtype == torch.float32 for p in state_dict(model_dir).values() if p.is_floating_point())
+    assert eval_loss(model_dir, toy_pairs) < eval_loss(tiny_bert, toy_pairs)

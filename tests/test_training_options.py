@@ -19,7 +19,7 @@ TRAIN_VALUES = {
     "margin": ("0.3", 0.3), "miner_distance": ("cosine", "cosine"),
     "use_miner": (None, False), "warmup_steps": ("5", 5), "encode_chunk": ("13", 13), "seed": ("4", 4),
     "checkpoint_every": ("17", 17), "log_every": ("3", 3), "device": ("cpu", "cpu"), "amp": (None, False),
-    "progress": (None, False),
+    "cpu_bf16": ("--cpu-bf16", True), "progress": (None, False),
 }
 DHNS_VALUES = {
     "model": ("m", "m"), "output": ("OUT", "OUT"), "vocab": (["v1", "v2"], ["v1", "v2"]), "vocab_format": ("medic", "medic"),
@@ -28,14 +28,15 @@ DHNS_VALUES = {
     "context_window": ("16", 16),
     "batch_size": ("7", 7), "hard_negatives": ("2", 2), "temperature": ("0.05", 0.05), "lr": ("0.003", 0.003),
     "weight_decay": ("0.5", 0.5), "epochs": ("2", 2), "encode_chunk": ("13", 13), "seed": ("4", 4),
-    "log_every": ("3", 3), "device": ("cpu", "cpu"), "amp": (None, False), "progress": (None, False),
+    "log_every": ("3", 3), "device": ("cpu", "cpu"), "amp": (None, False), "cpu_bf16": ("--cpu-bf16", True),
+    "progress": (None, False),
 }
 RERANKER_VALUES = {
     "model": ("m", "m"), "pipeline": ("pipe", "pipe"), "output": ("OUT", "OUT"), "component": ("linker", "linker"),
     "labels": (["Disease"], ["Disease"]), "candidates": ("6", 6), "max_length": ("40", 40), "max_names": ("3", 3),
     "bi_temperature": ("0.2", 0.2), "batch_size": ("5", 5), "lr": ("0.003", 0.003), "weight_decay": ("0.5", 0.5),
     "epochs": ("2", 2), "seed": ("4", 4), "log_every": ("3", 3), "device": ("cpu", "cpu"), "amp": (None, False),
-    "progress": (None, False),
+    "cpu_bf16": ("--cpu-bf16", True), "progress": (None, False),
 }
 FLAGS = {"labels": "--label"}
 

@@ -92,7 +92,8 @@ def write_dir(target: Path, fill) -> None:
 
 
 class MixedPrecision:
-    """fp16 autocast and gradient scaling on CUDA when `amp` is on; float32 and no-ops elsewhere.
+    """Autocast of the forward pass: fp16 with gradient scaling on CUDA when `amp` is on, bfloat16 on CPU
+    when `cpu_bf16` is on (no scaling: bfloat16 has float32's range); float32 and no-ops otherwise.
 
     One object per run, shared by the SAP and DHNS trainers; its scaler state is saved in (and
     restored from) checkpoints as scaler.pt, so a resumed CUDA run continues with the same scale.
@@ -100,13 +101,18 @@ class MixedPrecision:
 
     FILE = "scaler.pt"
 
-    def __init__(self, device: torch.device, amp: bool):
+    def __init__(self, device: torch.device, amp: bool, cpu_bf16: bool = False):
         self.enabled = bool(amp) and device.type == "cuda"
+        self.cpu_bf16 = bool(cpu_bf16) and device.type == "cpu"
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.enabled)
 
     def autocast(self):
-        """The forward pass's context: fp16 autocast, or nothing."""
-        return torch.autocast(device_type="cuda", dtype=torch.float16) if self.enabled else contextlib.nullcontext()
+        """The forward pass's context: fp16 autocast on CUDA, bfloat16 autocast on CPU, or nothing."""
+        if self.enabled:
+            return torch.autocast(device_type="cuda", dtype=torch.float16)
+        if self.cpu_bf16:
+            return torch.autocast(device_type="cpu", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
 
     def backward(self, loss: torch.Tensor) -> None:
         self.scaler.scale(loss).backward()

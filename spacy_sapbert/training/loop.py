@@ -62,6 +62,7 @@ class RunConfig(Protocol):
     max_length: int
     device: str
     amp: bool
+    cpu_bf16: bool
 
 
 @dataclass
@@ -171,7 +172,7 @@ class TrainingRun:
         self.checkpoint: Optional[Path] = None
         self.state: Dict[str, Any] = {}
         self.tokenizer = self.model = self.net = self.optimizer = self.scheduler = None
-        self.precision = MixedPrecision(device, config.amp)
+        self.precision = MixedPrecision(device, config.amp, config.cpu_bf16)
         self.started = time.perf_counter()
         self.elapsed_before = 0.0
 
@@ -262,7 +263,7 @@ class TrainingRun:
     # a step
 
     def autocast(self):
-        """The forward pass's context: fp16 autocast on CUDA with `amp`, else nothing."""
+        """The forward pass's context: fp16 autocast on CUDA with `amp`, bfloat16 on CPU with `cpu_bf16`, else nothing."""
         return self.precision.autocast()
 
     def backward(self, loss: torch.Tensor) -> None:

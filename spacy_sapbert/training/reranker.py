@@ -58,6 +58,7 @@ class RerankerConfig:
     log_every: int = setting(10, help="Append to train_log.jsonl every N steps.")
     device: str = setting("auto", help="auto (CUDA when present), cpu or cuda[:N].")
     amp: bool = setting(True, help="Mixed precision (CUDA only).")
+    cpu_bf16: bool = setting(False, help="bfloat16 autocast of the forward pass on CPU: 2-3 times faster on CPUs with AMX or AVX512-BF16, slower on others.")
     progress: bool = setting(True, help="Show progress bars.")
 
     def validate(self) -> None:
