@@ -9,8 +9,8 @@ read from `model` (a folder or hub name; the all-MiniLM-L6-v2 names resolve to t
 when the pipeline is built or loaded.
 
 `precision = "bfloat16"` runs the encoder's forward and backward passes under bfloat16 autocast (the
-weights, the optimizer and the pooled vectors stay float32). On CPUs with AMX or AVX512-BF16 and on
-recent GPUs it trains a 12-layer encoder 2-3 times faster (BENCHMARKS.md); elsewhere it is slower.
+weights, the optimizer and the pooled vectors stay float32). It is faster on CPUs with AMX or
+AVX512-BF16 and on recent GPUs (BENCHMARKS.md), slower on CPUs that emulate bfloat16.
 The setting is part of the saved config, so a model trained under it also predicts under it.
 
 spaCy-transformers does this in general; it pins transformers below the 5.x this package runs on,
