@@ -24,7 +24,7 @@ from ..extras import require
 from ..io import atomic_write, atomic_write_text, give_default_mode
 
 __all__ = [
-    "STATE_FILE", "MixedPrecision", "append_log", "find_checkpoint", "plot_loss", "read_log", "require_at_least_one", "restart_log",
+    "CPU_BF16_HELP", "STATE_FILE", "MixedPrecision", "append_log", "find_checkpoint", "plot_loss", "read_log", "require_at_least_one", "restart_log",
     "rng_state", "save_model", "seed_everything", "set_rng_state", "write_dir",
 ]
 
@@ -89,6 +89,10 @@ def write_dir(target: Path, fill) -> None:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+CPU_BF16_HELP = ("bfloat16 autocast of the forward pass on CPU: a SAP step ran 1.6x (MiniLM) to 2.1x (BERT-base) "
+                 "as fast on a CPU with AMX; CPUs without AMX or AVX512-BF16 run it slower.")
 
 
 class MixedPrecision:

@@ -39,7 +39,7 @@ from ..extras import require
 from ..index import name_table
 from ..kb import Concept
 from ..normalizer import Normalizer
-from .checkpoints import require_at_least_one
+from .checkpoints import CPU_BF16_HELP, require_at_least_one
 from .loop import LossWindow, TrainingRun
 from .options import setting
 
@@ -84,7 +84,7 @@ class DhnsConfig:
     log_every: int = setting(10, help="Append to train_log.jsonl every N steps.")
     device: str = setting("auto", help="auto (CUDA when present), cpu or cuda[:N].")
     amp: bool = setting(True, help="Mixed precision (CUDA only).")
-    cpu_bf16: bool = setting(False, help="bfloat16 autocast of the forward pass on CPU: 2-3 times faster on CPUs with AMX or AVX512-BF16, slower on others.")
+    cpu_bf16: bool = setting(False, help=CPU_BF16_HELP)
     progress: bool = setting(True, help="Show progress bars.")
 
     def validate(self) -> None:

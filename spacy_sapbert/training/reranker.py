@@ -25,7 +25,7 @@ from ..errors import SapbertError
 from ..extras import require
 from ..preprocess import resolve_gold_id
 from ..reranker import candidate_text, combined_logits, pair_logits, write_meta
-from .checkpoints import require_at_least_one
+from .checkpoints import CPU_BF16_HELP, require_at_least_one
 from .loop import LossWindow, TrainingRun
 from .options import setting
 
@@ -58,7 +58,7 @@ class RerankerConfig:
     log_every: int = setting(10, help="Append to train_log.jsonl every N steps.")
     device: str = setting("auto", help="auto (CUDA when present), cpu or cuda[:N].")
     amp: bool = setting(True, help="Mixed precision (CUDA only).")
-    cpu_bf16: bool = setting(False, help="bfloat16 autocast of the forward pass on CPU: 2-3 times faster on CPUs with AMX or AVX512-BF16, slower on others.")
+    cpu_bf16: bool = setting(False, help=CPU_BF16_HELP)
     progress: bool = setting(True, help="Show progress bars.")
 
     def validate(self) -> None:

@@ -56,7 +56,7 @@ import torch
 from ..encoder import POOLINGS, embed_texts, resolve_device
 from ..errors import SapbertError
 from ..extras import require
-from .checkpoints import find_checkpoint, plot_loss, require_at_least_one
+from .checkpoints import CPU_BF16_HELP, find_checkpoint, plot_loss, require_at_least_one
 from .loop import Distributed, TrainingRun, TrainingWarning, distributed
 from .options import setting
 from .losses import LOSSES, MINER_DISTANCES, make_loss, make_miner, sap_loss
@@ -114,7 +114,7 @@ class TrainConfig:
     log_every: int = setting(10, help="Append to train_log.jsonl every N steps.")
     device: str = setting("auto", help="auto (CUDA when present), cpu or cuda[:N].")
     amp: bool = setting(True, help="Mixed precision (CUDA only).")
-    cpu_bf16: bool = setting(False, help="bfloat16 autocast of the forward pass on CPU: 2-3 times faster on CPUs with AMX or AVX512-BF16, slower on others.")
+    cpu_bf16: bool = setting(False, help=CPU_BF16_HELP)
     progress: bool = setting(True, help="Show a progress bar.")
 
     def validate(self) -> None:
