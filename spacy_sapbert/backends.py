@@ -161,17 +161,22 @@ def reduced_precision_model(model, tokenizer, backend: str):
     """A copy of the float32 torch `model` in the dtype of `backend` (torch-bf16, torch-fp16), checked
     against float32 on AGREEMENT_PROBES; the float32 model is left as it was."""
     dtype = REDUCED_PRECISION[backend]
-    device = next(model.parameters()).device
-    if device.type == "cpu" and not _native_on_cpu(dtype):
-        warnings.warn(
-            f"backend {backend!r}: this CPU has no native {dtype} matrix units (AMX, AVX512-BF16/FP16); "
-            "it runs emulated, slower than 'torch'", RuntimeWarning, stacklevel=3,
-        )
+    if next(model.parameters()).device.type == "cpu":
+        warn_if_emulated_on_cpu(dtype, f"backend {backend!r}", "'torch'")
     runtime = copy.deepcopy(model).to(dtype).eval()
     check_agreement(
         probe_vectors(model, tokenizer), probe_vectors(runtime, tokenizer), backend, MIN_HALF_COSINE, "backend 'torch'"
     )
     return runtime
+
+
+def warn_if_emulated_on_cpu(dtype: torch.dtype, what: str, instead: str) -> None:
+    """A RuntimeWarning when this CPU runs `dtype` matrix products emulated, so `what` is slower than `instead`."""
+    if not _native_on_cpu(dtype):
+        warnings.warn(
+            f"{what}: this CPU has no native {dtype} matrix units (AMX, AVX512-BF16/FP16); "
+            f"it runs emulated, slower than {instead}", RuntimeWarning, stacklevel=3,
+        )
 
 
 def _native_on_cpu(dtype: torch.dtype) -> bool:

@@ -49,10 +49,11 @@ class WordPooler(torch.nn.Module):
         self.autocast_dtype = autocast_dtype
 
     def forward(self, input_ids, attention_mask, word_index, n_words: int):
-        device = input_ids.device.type
-        with torch.autocast(device_type=device, dtype=self.autocast_dtype or torch.bfloat16, enabled=self.autocast_dtype is not None):
+        if self.autocast_dtype is None:
             hidden = self.transformer(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        hidden = hidden.float()
+        else:
+            with torch.autocast(device_type=input_ids.device.type, dtype=self.autocast_dtype):
+                hidden = self.transformer(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state.float()
         valid = word_index >= 0
         index = word_index.clamp(min=0)
         sums = hidden.new_zeros(hidden.shape[0], n_words, hidden.shape[2])
@@ -132,6 +133,10 @@ def transformer_tok2vec(
 
     if precision not in PRECISIONS:
         raise SapbertError(f"TransformerTok2Vec: precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+    if PRECISIONS[precision] is not None and not torch.cuda.is_available():
+        from .backends import warn_if_emulated_on_cpu
+
+        warn_if_emulated_on_cpu(PRECISIONS[precision], f"TransformerTok2Vec precision {precision!r}", "float32 on CPU")
     tokenizer, transformer = load_pretrained(model)
     if not getattr(tokenizer, "is_fast", False):
         raise SapbertError(f"TransformerTok2Vec needs a fast tokenizer (word ids of the pieces); {model} has none")

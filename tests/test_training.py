@@ -582,3 +582,12 @@ def test_cpu_bf16_runs_the_forward_pass_in_bfloat16_and_sap_still_learns(tmp_pat
     assert json.loads((out / "train_config.json").read_text())["cpu_bf16"] is True
     assert all(p.dtype == torch.float32 for p in state_dict(model_dir).values() if p.is_floating_point())
     assert eval_loss(model_dir, toy_pairs) < eval_loss(tiny_bert, toy_pairs)
+
+
+def test_cpu_bf16_warns_where_the_cpu_emulates_bfloat16(monkeypatch):
+    from spacy_sapbert import backends
+    from spacy_sapbert.training.checkpoints import MixedPrecision
+
+    monkeypatch.setattr(backends, "_native_on_cpu", lambda dtype: False)
+    with pytest.warns(RuntimeWarning, match="--cpu-bf16: this CPU has no native"):
+        MixedPrecision(torch.device("cpu"), amp=True, cpu_bf16=True)

@@ -108,6 +108,10 @@ class MixedPrecision:
     def __init__(self, device: torch.device, amp: bool, cpu_bf16: bool = False):
         self.enabled = bool(amp) and device.type == "cuda"
         self.cpu_bf16 = bool(cpu_bf16) and device.type == "cpu"
+        if self.cpu_bf16:
+            from ..backends import warn_if_emulated_on_cpu
+
+            warn_if_emulated_on_cpu(torch.bfloat16, "--cpu-bf16", "float32 training")
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.enabled)
 
     def autocast(self):
