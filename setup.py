@@ -53,7 +53,10 @@ setup(
             "spacy-sapbert.CandidateBatchGenerator.v1 = spacy_sapbert.spacy_kb:candidate_batch_generator",
             "spacy-sapbert.LinkerKB.v1 = spacy_sapbert.spacy_kb:linker_kb",
         ],
-        "spacy_architectures": ["spacy-sapbert.TransformerTok2Vec.v1 = spacy_sapbert.ner_transformer:transformer_tok2vec"],
+        "spacy_architectures": [
+            "spacy-sapbert.TransformerTok2Vec.v1 = spacy_sapbert.ner_transformer:transformer_tok2vec",
+            "spacy-sapbert.WithGazetteer.v1 = spacy_sapbert.gazetteer:with_gazetteer",
+        ],
         "spacy_scorers": ["spacy-sapbert.linker_scorer.v1 = spacy_sapbert.scoring:make_linker_scorer"],
         "console_scripts": ["spacy-sapbert = spacy_sapbert.cli:app"],
     },

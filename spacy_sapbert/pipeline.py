@@ -13,7 +13,6 @@ from .chunk_store import DEFAULT_CHUNK_SIZE
 from .encoder import OFFLINE_DEFAULT_PACKAGE, offline_default_model
 from .errors import SapbertError
 from .kb import Concept
-from .normalizer import Normalizer
 from .outputs import check_pipeline_output, write_new_dir
 
 if TYPE_CHECKING:
@@ -125,18 +124,9 @@ def dictionary_patterns(
     The matcher compares spaCy's LOWER token attribute, so names are deduplicated by the linker's
     default Normalizer (lowercase, whitespace collapsed): one pattern per distinct normalized name.
     """
-    stop = {w.lower() for w in stop_words}
-    normalize = Normalizer()
-    seen = set()
-    patterns = []
-    for concept in concepts:
-        for name in concept.names:
-            key = normalize(name)
-            if len(key) < min_length or key in stop or key in seen:
-                continue
-            seen.add(key)
-            patterns.append({"label": label, "pattern": " ".join(name.split())})
-    return patterns
+    from .gazetteer import matchable_names
+
+    return [{"label": label, "pattern": " ".join(name.split())} for _, name in matchable_names(concepts, stop_words, min_length)]
 
 
 def add_dictionary_matcher(
