@@ -4,8 +4,8 @@ A NER trained on a few thousand annotated mentions has seen only a fraction of a
 This layer tells it, for every token, whether the token starts, continues, ends or alone makes a
 vocabulary name (B, I, L, U, else O; leftmost-longest, non-overlapping matches of the lowercased,
 whitespace-collapsed text, as the dictionary matcher compares names). Each tag has a learned vector
-that is added to the wrapped layer's output; the vectors start at zero, so an untrained layer is the
-wrapped layer unchanged and the NER learns how far to trust the vocabulary.
+that is added, times `scale`, to the wrapped layer's output; the vectors start at zero, so an untrained
+layer is the wrapped layer unchanged and the NER learns how far to trust the vocabulary.
 
 The names are read from `vocabulary` (any format `extract` reads) when the model is initialized
 (`spacy train`), and are then saved inside the model with its weights: a trained pipeline needs the
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import Callable, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
-import numpy
 from spacy.tokens import Doc
 from spacy.util import registry
 from thinc.api import Model
@@ -123,16 +122,17 @@ class _IndexHolder:
 
 def _forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[Floats2d], Callable]:
     vectors, backprop_layer = model.layers[0](docs, is_train)
+    scale = model.attrs["scale"]
     table = model.get_param("E")
     index = _index(model)
     tags = [model.ops.asarray1i(gazetteer_tags(doc_tokens(doc), index)) for doc in docs]
-    outputs = [v + table[t] for v, t in zip(vectors, tags)]
+    outputs = [v + scale * table[t] for v, t in zip(vectors, tags)]
 
     def backprop(d_outputs: List[Floats2d]):
         d_table = model.ops.alloc2f(*table.shape)
         for d, t in zip(d_outputs, tags):
             model.ops.xp.add.at(d_table, t, d)
-        model.inc_grad("E", d_table)
+        model.inc_grad("E", scale * d_table)
         return backprop_layer(d_outputs)
 
     return outputs, backprop
@@ -149,13 +149,14 @@ def _init(model: Model, X: Optional[List[Doc]] = None, Y=None) -> None:
     path = model.attrs["vocabulary"]
     if not path:
         raise SapbertError("WithGazetteer: the config key 'vocabulary' is empty; give a vocabulary file to read names from (the project's configs: --paths.gazetteer FILE)")
-    stop_words = _stop_words(X[0].lang_) if X else frozenset()
+    stop = stop_words(X[0].lang_) if X else frozenset()
     concepts = read_vocabularies(vocabulary_specs([path]))
-    names = [key for key, _ in matchable_names(concepts, stop_words, model.attrs["min_length"])]
+    names = [key for key, _ in matchable_names(concepts, stop, model.attrs["min_length"])]
     model.attrs["names"] = sorted(names)
 
 
-def _stop_words(lang: str) -> FrozenSet[str]:
+def stop_words(lang: str) -> FrozenSet[str]:
+    """The stop words of a spaCy language ("en"): names never matched alone."""
     from spacy.util import get_lang_class
 
     return frozenset(get_lang_class(lang).Defaults.stop_words)
@@ -163,12 +164,15 @@ def _stop_words(lang: str) -> FrozenSet[str]:
 
 @registry.architectures("spacy-sapbert.WithGazetteer.v1")
 def with_gazetteer(
-    tok2vec: Model[List[Doc], List[Floats2d]], vocabulary: Optional[str], min_length: int = 3
+    tok2vec: Model[List[Doc], List[Floats2d]], vocabulary: Optional[str], min_length: int = 3, scale: float = 1.0
 ) -> Model[List[Doc], List[Floats2d]]:
-    """`tok2vec`'s vectors plus a learned vector per BILUO tag of the vocabulary's names.
+    """`tok2vec`'s vectors plus a learned vector per BILUO tag of the vocabulary's names, times `scale`.
 
     `vocabulary`: a vocabulary file (read when the model is initialized; its names are then saved with
-    the model); `min_length`: shorter names are not matched (nor are stop words).
+    the model); `min_length`: shorter names are not matched (nor are stop words); `scale`: Adam moves
+    each weight by about the learning rate per step, so `scale` sets how fast the tag vectors grow
+    against the vectors they are added to (10 under the transformer config's learning rate of 1e-4,
+    whose encoder vectors are also larger than the CNN's normalized embeddings).
     """
     return Model(
         "sapbert_with_gazetteer",
@@ -177,5 +181,5 @@ def with_gazetteer(
         layers=[tok2vec],
         params={"E": None},
         dims={"nO": tok2vec.get_dim("nO") if tok2vec.has_dim("nO") else None},
-        attrs={"vocabulary": str(vocabulary or ""), "min_length": min_length, "names": [], "index": None},
+        attrs={"vocabulary": str(vocabulary or ""), "min_length": min_length, "scale": float(scale), "names": [], "index": None},
     )

@@ -64,10 +64,10 @@ def vocabulary(tmp_path):
     return path
 
 
-def test_the_layer_adds_a_learned_vector_per_tag_and_passes_gradients_through(vocabulary):
+def test_the_layer_adds_a_scaled_learned_vector_per_tag_and_passes_gradients_through(vocabulary):
     nlp = spacy.blank("en")
     docs = [nlp.make_doc("Heart failure and hepatoma"), nlp.make_doc("none here")]
-    model = with_gazetteer(Ones(), str(vocabulary))
+    model = with_gazetteer(Ones(), str(vocabulary), scale=2.0)
     model.initialize(X=docs)
     assert model.attrs["names"] == ["heart failure", "hepatoma", "nephropathy"]
     outputs, _ = model(docs, is_train=False)
@@ -75,14 +75,14 @@ def test_the_layer_adds_a_learned_vector_per_tag_and_passes_gradients_through(vo
     table = numpy.arange(20, dtype="f").reshape(5, 4)
     model.set_param("E", table)
     outputs, backprop = model(docs, is_train=True)
-    expected = [table[[TAGS.index(t) for t in "BLOU"]] + 1, table[[0, 0]] + 1]
+    expected = [2 * table[[TAGS.index(t) for t in "BLOU"]] + 1, 2 * table[[0, 0]] + 1]
     for o, e in zip(outputs, expected):
         numpy.testing.assert_array_equal(o, e)
     d_outputs = [numpy.full_like(o, 1.0) for o in outputs]
     backprop(d_outputs)
     assert model.layers[0].attrs["d"] is d_outputs
     counts = numpy.array([3, 1, 0, 1, 1], dtype="f")  # O: "and", "none", "here"; B, L, U once each; I never
-    numpy.testing.assert_array_equal(model.get_grad("E"), numpy.repeat(counts[:, None], 4, axis=1))
+    numpy.testing.assert_array_equal(model.get_grad("E"), 2 * numpy.repeat(counts[:, None], 4, axis=1))
 
 
 def test_without_a_vocabulary_initialization_names_the_config_key():
