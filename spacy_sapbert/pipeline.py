@@ -12,6 +12,7 @@ from spacy.language import Language
 from .chunk_store import DEFAULT_CHUNK_SIZE
 from .encoder import OFFLINE_DEFAULT_PACKAGE, offline_default_model
 from .errors import SapbertError
+from .gazetteer import matchable_names
 from .kb import Concept
 from .outputs import check_pipeline_output, write_new_dir
 
@@ -124,8 +125,6 @@ def dictionary_patterns(
     The matcher compares spaCy's LOWER token attribute, so names are deduplicated by the linker's
     default Normalizer (lowercase, whitespace collapsed): one pattern per distinct normalized name.
     """
-    from .gazetteer import matchable_names
-
     return [{"label": label, "pattern": " ".join(name.split())} for _, name in matchable_names(concepts, stop_words, min_length)]
 
 
