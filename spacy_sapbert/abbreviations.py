@@ -297,11 +297,40 @@ def install_extensions() -> None:
         Span.set_extension("long_form", getter=_span_long_form)
 
 
-class AbbreviationDetector:
-    """Pipeline component: finds Schwartz-Hearst abbreviation definitions in ``doc.text``."""
+def short_form_entities(doc: Doc) -> List[Span]:
+    """New entities for the short forms whose whole long form lies inside an entity: every whole-word
+    occurrence of such a short form, aligned to tokens and overlapping no entity, with that entity's label.
 
-    def __init__(self, nlp: Optional[Language] = None, name: str = "sapbert_abbreviations"):
+    A NER that finds "atrial fibrillation" often misses the "AF" defined beside it and used later. A long
+    form only partly inside an entity is not enough: "Wiskott-Aldrich syndrome protein (WASP)" names a
+    protein, though "Wiskott-Aldrich syndrome" is a disease.
+    """
+    taken = [(e.start_char, e.end_char) for e in doc.ents]
+    labels: Dict[str, str] = {}
+    for short_start, short_end, long_start, long_end in _offsets(doc):
+        for ent in doc.ents:
+            if ent.start_char <= long_start and long_end <= ent.end_char:
+                labels.setdefault(doc.text[short_start:short_end], ent.label_)
+                break
+    new: List[Span] = []
+    for short, label in labels.items():
+        for match in re.finditer(r"(?<!\w)" + re.escape(short) + r"(?!\w)", doc.text):
+            start, end = match.span()
+            span = doc.char_span(start, end, label=label)
+            if span is None or any(a < end and start < b for a, b in taken):
+                continue
+            taken.append((start, end))
+            new.append(span)
+    return new
+
+
+class AbbreviationDetector:
+    """Pipeline component: finds Schwartz-Hearst abbreviation definitions in ``doc.text``; with
+    `label_short_forms`, also adds the short forms of entities' long forms to ``doc.ents``."""
+
+    def __init__(self, nlp: Optional[Language] = None, name: str = "sapbert_abbreviations", label_short_forms: bool = False):
         self.name = name
+        self.label_short_forms = label_short_forms
         install_extensions()
 
     def __call__(self, doc: Doc) -> Doc:
@@ -309,6 +338,10 @@ class AbbreviationDetector:
             OFFSETS_ATTR,
             [(a.short_start, a.short_end, a.long_start, a.long_end) for a in find_abbreviations(doc.text)],
         )
+        if self.label_short_forms:
+            added = short_form_entities(doc)
+            if added:
+                doc.ents = sorted([*doc.ents, *added], key=lambda span: span.start)
         return doc
 
     def pipe(self, docs: Iterable[Doc], batch_size: int = 128) -> Iterable[Doc]:
@@ -316,7 +349,8 @@ class AbbreviationDetector:
             yield self(doc)
 
 
-@Language.factory("sapbert_abbreviations")
-def make_abbreviation_detector(nlp: Language, name: str) -> AbbreviationDetector:
-    """Factory of the "sapbert_abbreviations" component (no settings)."""
-    return AbbreviationDetector(nlp, name)
+@Language.factory("sapbert_abbreviations", default_config={"label_short_forms": False})
+def make_abbreviation_detector(nlp: Language, name: str, label_short_forms: bool) -> AbbreviationDetector:
+    """Factory of the "sapbert_abbreviations" component. `label_short_forms`: put it after the NER to
+    add every occurrence of a short form whose long form the NER found, with the same label."""
+    return AbbreviationDetector(nlp, name, label_short_forms)

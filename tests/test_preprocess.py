@@ -281,3 +281,36 @@ def test_abbreviation_component_is_idempotent_and_plain():
     assert isinstance(AbbreviationDetector()(nlp.make_doc("heart rate (HR)"))._.sapbert_abbreviation_offsets, list)
     # a span of a doc that the component never saw has no long form
     assert spacy.blank("en")("Wilson disease (WD) again WD")[5:6]._.long_form is None
+
+
+def _with_ents(nlp, text, ents):
+    """A Doc of `text` whose entities are the given (text, label), each at its first occurrence."""
+    doc = nlp.make_doc(text)
+    doc.ents = [doc.char_span(text.index(t), text.index(t) + len(t), label=label) for t, label in ents]
+    return doc
+
+
+def test_short_forms_of_entities_become_entities_with_their_label():
+    import spacy
+
+    nlp = spacy.blank("en")
+    text = "Atrial fibrillation (AF) and heart failure (HF) recur. AF, not AFX, and HF-related stroke; AF stroke."
+    doc = _with_ents(nlp, text, [("Atrial fibrillation", "Disease"), ("heart failure", "Disease"), ("AF stroke", "Disease")])
+    labelled = AbbreviationDetector(nlp, label_short_forms=True)(doc)
+    assert [(e.text, e.start_char, e.label_) for e in labelled.ents] == [
+        ("Atrial fibrillation", 0, "Disease"), ("AF", 21, "Disease"), ("heart failure", 29, "Disease"), ("HF", 44, "Disease"),
+        ("AF", 55, "Disease"), ("HF", 72, "Disease"), ("AF stroke", 91, "Disease"),  # "AFX" is no match; "AF stroke" was one
+    ]
+    plain = AbbreviationDetector(nlp)(_with_ents(nlp, text, [("Atrial fibrillation", "Disease")]))
+    assert [e.text for e in plain.ents] == ["Atrial fibrillation"]  # off by default
+
+
+def test_a_long_form_only_partly_inside_an_entity_labels_nothing():
+    import spacy
+
+    nlp = spacy.blank("en")
+    text = "Wiskott-Aldrich syndrome protein (WASP) is mutated; WASP binds actin."
+    doc = _with_ents(nlp, text, [("Wiskott-Aldrich syndrome", "Disease")])
+    assert [e.text for e in AbbreviationDetector(nlp, label_short_forms=True)(doc).ents] == ["Wiskott-Aldrich syndrome"]
+    config = spacy.blank("en").add_pipe("sapbert_abbreviations", config={"label_short_forms": True})
+    assert config.label_short_forms is True
