@@ -86,7 +86,10 @@ class ConversionReport:
         return "; ".join(parts)
 
     def to_dict(self) -> dict:
-        return {key: dict(value) if isinstance(value, Counter) else value for key, value in dataclasses.asdict(self).items()}
+        """The counts as JSON-ready values; each Counter as {name: count} (dataclasses.asdict would rebuild a
+        Counter from its (name, count) items, counting the pairs)."""
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {key: dict(value) if isinstance(value, Counter) else value for key, value in values.items()}
 
 
 def parse_label_map(items: Iterable[str], base: Mapping[str, str] = DEFAULT_LABEL_MAP) -> Dict[str, str]:

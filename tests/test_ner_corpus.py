@@ -108,7 +108,8 @@ def test_convert_writes_a_docbin_for_spacy_train_and_reports_per_file(tmp_path):
         ("Breast cancer", "Disease", "D001943"),
         ("BC", "Disease", "D001943"),
     ]
-    assert json.loads(report.read_text())[0]["split_tokens"] == 1
+    written = json.loads(report.read_text())[0]
+    assert written["split_tokens"] == 1 and written["entities"] == {"Disease": 3}
 
 
 def test_convert_with_kb_ids_rewrites_gold_ids_to_the_linkers_concepts(tmp_path, tiny_bert):
