@@ -1,5 +1,6 @@
 """NER span P/R/F1 of trained pipelines with the abbreviation detector after the NER, without and with
-`label_short_forms` (each short form whose long form lies inside an entity becomes an entity too).
+`label_short_forms` (short forms follow their long forms: labelled where the long form lies inside an
+entity, dropped where it overlaps none).
 
 Usage: python benchmarks/eval_short_forms.py CORPUS.spacy MODEL [MODEL ...]
 """

@@ -33,7 +33,7 @@ serialize with DocBin; the Span-valued attributes above are getters computed fro
 from __future__ import annotations
 
 import re
-from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 from spacy.language import Language
 from spacy.tokens import Doc, Span
@@ -297,22 +297,35 @@ def install_extensions() -> None:
         Span.set_extension("long_form", getter=_span_long_form)
 
 
-def short_form_entities(doc: Doc) -> List[Span]:
-    """New entities for the short forms whose whole long form lies inside an entity: every whole-word
-    occurrence of such a short form, aligned to tokens and overlapping no entity, with that entity's label.
-
-    A NER that finds "atrial fibrillation" often misses the "AF" defined beside it and used later. A long
-    form only partly inside an entity is not enough: "Wiskott-Aldrich syndrome protein (WASP)" names a
-    protein, though "Wiskott-Aldrich syndrome" is a disease.
-    """
-    taken = [(e.start_char, e.end_char) for e in doc.ents]
+def short_form_labels(doc: Doc) -> Tuple[Dict[str, str], Set[str]]:
+    """What the entities say of each short form defined in `doc`: the label of the entity its whole long
+    form lies inside (the first definition that has one), and the short forms whose long forms overlap
+    no entity at all. A long form only partly inside an entity says neither: "Wiskott-Aldrich syndrome
+    protein (WASP)" names a protein, though "Wiskott-Aldrich syndrome" is a disease."""
     labels: Dict[str, str] = {}
+    outside: Set[str] = set()
     for short_start, short_end, long_start, long_end in _offsets(doc):
-        for ent in doc.ents:
-            if ent.start_char <= long_start and long_end <= ent.end_char:
-                labels.setdefault(doc.text[short_start:short_end], ent.label_)
-                break
-    new: List[Span] = []
+        short = doc.text[short_start:short_end]
+        inside = [e for e in doc.ents if e.start_char <= long_start and long_end <= e.end_char]
+        if inside:
+            labels.setdefault(short, inside[0].label_)
+        elif not any(e.start_char < long_end and long_start < e.end_char for e in doc.ents):
+            outside.add(short)
+    return labels, outside - set(labels)
+
+
+def entities_with_short_forms(doc: Doc) -> List[Span]:
+    """`doc.ents` with short forms following their long forms: every whole-word occurrence of a short
+    form whose long form lies inside an entity becomes an entity with that entity's label (where it
+    aligns to tokens and overlaps no entity), and an entity that is exactly a short form whose long form
+    overlaps no entity is dropped.
+
+    A NER that finds "atrial fibrillation" often misses the "AF" defined beside it and used later; and
+    it takes "HT" for a disease even where the text defined it as "hormone therapy (HT)".
+    """
+    labels, outside = short_form_labels(doc)
+    ents = [e for e in doc.ents if e.text not in outside]
+    taken = [(e.start_char, e.end_char) for e in ents]
     for short, label in labels.items():
         for match in re.finditer(r"(?<!\w)" + re.escape(short) + r"(?!\w)", doc.text):
             start, end = match.span()
@@ -320,13 +333,14 @@ def short_form_entities(doc: Doc) -> List[Span]:
             if span is None or any(a < end and start < b for a, b in taken):
                 continue
             taken.append((start, end))
-            new.append(span)
-    return new
+            ents.append(span)
+    return sorted(ents, key=lambda span: span.start)
 
 
 class AbbreviationDetector:
     """Pipeline component: finds Schwartz-Hearst abbreviation definitions in ``doc.text``; with
-    `label_short_forms`, also adds the short forms of entities' long forms to ``doc.ents``."""
+    `label_short_forms`, makes the short forms in ``doc.ents`` follow their long forms (see
+    ``entities_with_short_forms``)."""
 
     def __init__(self, nlp: Optional[Language] = None, name: str = "sapbert_abbreviations", label_short_forms: bool = False):
         self.name = name
@@ -339,9 +353,7 @@ class AbbreviationDetector:
             [(a.short_start, a.short_end, a.long_start, a.long_end) for a in find_abbreviations(doc.text)],
         )
         if self.label_short_forms:
-            added = short_form_entities(doc)
-            if added:
-                doc.ents = sorted([*doc.ents, *added], key=lambda span: span.start)
+            doc.ents = entities_with_short_forms(doc)
         return doc
 
     def pipe(self, docs: Iterable[Doc], batch_size: int = 128) -> Iterable[Doc]:
@@ -352,5 +364,6 @@ class AbbreviationDetector:
 @Language.factory("sapbert_abbreviations", default_config={"label_short_forms": False})
 def make_abbreviation_detector(nlp: Language, name: str, label_short_forms: bool) -> AbbreviationDetector:
     """Factory of the "sapbert_abbreviations" component. `label_short_forms`: put it after the NER to
-    add every occurrence of a short form whose long form the NER found, with the same label."""
+    label every occurrence of a short form whose long form the NER found, with the same label, and to
+    unlabel the short forms whose long forms it did not find."""
     return AbbreviationDetector(nlp, name, label_short_forms)

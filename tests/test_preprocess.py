@@ -314,3 +314,23 @@ def test_a_long_form_only_partly_inside_an_entity_labels_nothing():
     assert [e.text for e in AbbreviationDetector(nlp, label_short_forms=True)(doc).ents] == ["Wiskott-Aldrich syndrome"]
     config = spacy.blank("en").add_pipe("sapbert_abbreviations", config={"label_short_forms": True})
     assert config.label_short_forms is True
+
+
+def test_an_entity_that_is_a_short_form_of_no_entity_is_dropped():
+    import spacy
+
+    nlp = spacy.blank("en")
+    text = "Hormone therapy (HT) lowers stroke (ST) risk; HT and ST, and HT-related dementia."
+    doc = _with_ents(nlp, text, [("HT", "Disease"), ("stroke", "Disease"), ("HT-related dementia", "Disease")])
+    doc.ents = [*doc.ents, doc.char_span(text.index("HT and"), text.index("HT and") + 2, label="Disease")]
+    kept = AbbreviationDetector(nlp, label_short_forms=True)(doc)
+    # "HT" is defined as "Hormone therapy", which is no entity: the NER's two "HT" go; "ST" follows "stroke";
+    # an entity that only contains a short form stays
+    assert [(e.text, e.start_char) for e in kept.ents] == [("stroke", 28), ("ST", 36), ("ST", 53), ("HT-related dementia", 61)]
+    # a long form partly inside an entity neither labels nor drops its short form
+    text = "Wiskott-Aldrich syndrome protein (WASP) and WASP."
+    doc = _with_ents(nlp, text, [("Wiskott-Aldrich syndrome", "Disease"), ("WASP", "Disease")])
+    assert [e.text for e in AbbreviationDetector(nlp, label_short_forms=True)(doc).ents] == ["Wiskott-Aldrich syndrome", "WASP"]
+    # off by default
+    doc = _with_ents(nlp, "Hormone therapy (HT) again.", [("HT", "Disease")])
+    assert [e.text for e in AbbreviationDetector(nlp)(doc).ents] == ["HT"]
