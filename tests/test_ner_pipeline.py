@@ -55,7 +55,11 @@ def test_assemble_puts_the_trained_ner_before_the_linker_self_contained(toy_ner,
     result = runner.invoke(app, ["assemble", str(linker_only), str(tmp_path / "pipe"), "--ner", str(toy_ner)])
     assert result.exit_code == 0, result.output
     nlp = spacy.load(tmp_path / "pipe")
-    assert nlp.pipe_names == ["sapbert_abbreviations", "ner", "sapbert_linker"]  # no tok2vec: the listener was replaced
+    assert nlp.pipe_names == ["ner", "sapbert_abbreviations", "sapbert_linker"]  # no tok2vec: the listener was replaced
+    assert nlp.get_pipe("sapbert_abbreviations").label_short_forms
+    result = runner.invoke(app, ["assemble", str(linker_only), str(tmp_path / "plain"), "--ner", str(toy_ner), "--no-short-forms"])
+    assert result.exit_code == 0, result.output
+    assert not spacy.load(tmp_path / "plain").get_pipe("sapbert_abbreviations").label_short_forms
     doc = nlp("Patients with hepatoma were treated.")
     assert [(e.text, e.label_) for e in doc.ents] == [("hepatoma", "Disease")]
     assert doc.ents[0].kb_id_ in {"D1", "D2", "D3"} and doc.ents[0]._.kb_ents

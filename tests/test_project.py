@@ -74,7 +74,7 @@ def test_project_workflow_all_then_install_the_wheel(tmp_path, tiny_bert, capsys
     # spaCy's EntityLinker on the pipeline's SapBERT candidates
     project_run(project, "entity-linker", overrides={**overrides, "vars.entity_vector_length": 32, "vars.el_max_steps": 4, "vars.el_eval_frequency": 2})
     el_pipeline = spacy.load(project / "training" / "entity-linker" / "model-best")
-    assert el_pipeline.pipe_names == ["sentencizer", "sapbert_abbreviations", "ner", "sapbert_linker", "entity_linker"]
+    assert el_pipeline.pipe_names == ["sentencizer", "ner", "sapbert_abbreviations", "sapbert_linker", "entity_linker"]
     assert len(el_pipeline.get_pipe("entity_linker").kb) == len(el_pipeline.get_pipe("sapbert_linker").index)
     assert "nel_micro_f" in json.loads((project / "metrics" / "entity-linker-dev.json").read_text())
 
@@ -96,7 +96,7 @@ def test_project_workflow_all_then_install_the_wheel(tmp_path, tiny_bert, capsys
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     pipe_names, ents = out.stdout.strip().splitlines()
-    assert pipe_names == "['sapbert_abbreviations', 'ner', 'sapbert_linker']"
+    assert pipe_names == "['ner', 'sapbert_abbreviations', 'sapbert_linker']"
     assert f"('{name}', 'Disease', True)" in ents
 
 

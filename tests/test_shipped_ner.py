@@ -25,9 +25,16 @@ def test_the_shipped_ner_is_small_and_finds_diseases_written_freely():
 def test_the_default_pipeline_puts_the_shipped_ner_before_the_linker(tiny_bert):
     concepts = [Concept("HP:1", "Muscular dystrophy"), Concept("HP:2", "Seizure", ["fits"])]
     nlp = build_pipeline(concepts, tiny_bert, ner=SHIPPED_NER, linker_config={"device": "cpu"})
-    assert nlp.pipe_names == ["ner", "sapbert_linker"]
+    assert nlp.pipe_names == ["ner", "sapbert_abbreviations", "sapbert_linker"]
     doc = nlp("Her son has Duchenne muscular dystrophy.")
     assert [(e.text, e.kb_id_ in {"HP:1", "HP:2"}) for e in doc.ents] == [("Duchenne muscular dystrophy", True)]
+    # short forms follow their long forms (the NER alone finds neither "SMA"; it takes "HT" for a disease),
+    # and link as the long forms
+    text = "He had spinal muscular atrophy (SMA). SMA was mild. Hormone therapy (HT) was stopped; HT helps."
+    assert [e.text for e in spacy.load(SHIPPED_NER)(text).ents] == ["spinal muscular atrophy", "HT", "HT"]
+    doc = nlp(text)
+    assert [e.text for e in doc.ents] == ["spinal muscular atrophy", "SMA", "SMA"]
+    assert len({e.kb_id_ for e in doc.ents}) == 1
 
 
 def test_the_package_build_carries_the_shipped_ner(tmp_path):
