@@ -153,5 +153,6 @@ def test_the_project_gazetteer_configs_train_and_save_the_names(config_name, voc
     result = runner.invoke(app, args + ["--paths.gazetteer", str(vocabulary)])
     assert result.exit_code == 0, result.output
     nlp = spacy.load(tmp_path / "ner" / "model-best")
+    assert nlp.pipe_names == ["ner", "sapbert_abbreviations"] and nlp.get_pipe("sapbert_abbreviations").label_short_forms
     layers = [layer for layer in nlp.get_pipe("ner").model.walk() if layer.name == "sapbert_with_gazetteer"]
     assert [layer.attrs["names"] for layer in layers] == [["heart failure", "hepatoma", "nephropathy"]]
