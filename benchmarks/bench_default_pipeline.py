@@ -1,7 +1,8 @@
 """The offline default pipeline (shipped NER + HPO linker) beside the dictionary-matcher default, in one run.
 
 Every variant shares the same linker (HPO names encoded once by all-MiniLM-L6-v2); only the mention
-detection differs: the HPO dictionary matcher (the previous default), the shipped NER (the default),
+detection differs: the HPO dictionary matcher, the shipped NER without the abbreviation detector (the
+previous default), the shipped NER followed by the detector with `label_short_forms` (the default),
 the NER followed by the matcher (which adds the matches the NER left free), and the NER alone. Each
 runs `nlp.pipe` over the raw abstracts of an NCBI-disease file (title + abstract; default: dev),
 after one warm-up pass, and is scored on the file's mention spans (exact offsets, any label; the
@@ -78,18 +79,28 @@ def main() -> None:
     union = spacy.load(SHIPPED_NER)
     add_dictionary_matcher(union, hpo, label=DEFAULT_LABEL)
     union.add_pipe("sapbert_linker", source=default)
+    no_short_forms = spacy.load(SHIPPED_NER)
+    no_short_forms.add_pipe("sapbert_linker", source=default)
     ner_only = spacy.load(SHIPPED_NER)
 
     print("| mention detection (+ the same HPO linker) | docs/s | entities/doc | span P | span R | span F1 |")
     print("|---|---|---|---|---|---|")
-    for name, nlp in (("HPO dictionary matcher (previous default)", matcher),
-                      ("shipped NER (default)", default),
+    for name, nlp in (("HPO dictionary matcher", matcher),
+                      ("shipped NER, no abbreviation detector (previous default)", no_short_forms),
+                      ("shipped NER, then short forms (default)", default),
                       ("shipped NER, then the HPO matcher", union),
                       ("shipped NER alone, no linker", ner_only)):
         rate, docs = docs_per_second(nlp, texts, args.repeats)
         p, r, f = span_scores(documents, docs)
         ents = sum(len(d.ents) for d in docs) / len(docs)
         print(f"| {name} | {rate:.1f} | {ents:.1f} | {100 * p:.1f} | {100 * r:.1f} | {100 * f:.1f} |")
+
+    detector, docs = default.get_pipe("sapbert_abbreviations"), list(ner_only.pipe(texts))
+    start = time.perf_counter()
+    for _ in range(args.repeats):
+        for doc in docs:
+            detector(doc)
+    print(f"the abbreviation detector alone: {1000 * (time.perf_counter() - start) / args.repeats / len(docs):.2f} ms per doc")
 
 
 if __name__ == "__main__":
