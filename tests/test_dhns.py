@@ -121,6 +121,27 @@ def test_dhns_training_pulls_mentions_to_their_concepts(tiny_task, tiny_bert, on
     Encoder(str(model_dir), device="cpu").encode(["liver tumour"])  # the linker loads it
 
 
+def test_cpu_bf16_mines_under_bfloat16_autocast(tiny_task, tiny_bert, one_thread, monkeypatch):
+    """Mining encodes every name each epoch, the costliest forward pass of a run: --cpu-bf16 covers it."""
+    import warnings
+
+    from spacy_sapbert.training import dhns
+
+    seen = []
+    encode_all = dhns._encode_all
+
+    def recording(*args, **kwargs):
+        seen.append(torch.is_autocast_enabled("cpu") and torch.get_autocast_dtype("cpu") == torch.bfloat16)
+        return encode_all(*args, **kwargs)
+
+    monkeypatch.setattr(dhns, "_encode_all", recording)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a CPU without bfloat16 units emulates it
+        train_dhns(config_for(tiny_task, tiny_bert, tiny_task / "bf16", epochs=1, cpu_bf16=True))
+    train_dhns(config_for(tiny_task, tiny_bert, tiny_task / "fp32", epochs=1))
+    assert seen == [True, True, False, False]  # names and mentions, with then without --cpu-bf16
+
+
 def test_resumed_dhns_run_ends_with_the_same_weights(tiny_task, tiny_bert, one_thread):
     from spacy_sapbert.encoder import load_pretrained
 

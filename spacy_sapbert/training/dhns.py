@@ -308,8 +308,9 @@ def train_dhns(config: DhnsConfig, resume: bool = False) -> Path:
     step = run.state.get("step", 0)
     queries = [query for query, _ in examples]
     for epoch in range(run.state.get("epoch", 0), config.epochs):
-        name_vectors = _encode_all(model, tokenizer, space.names, config, device, f"epoch {epoch + 1}: encoding names")
-        query_vectors = _encode_all(model, tokenizer, queries, config, device, f"epoch {epoch + 1}: encoding mentions")
+        with run.autocast():  # mining reads only the ranking of names, so it runs at the forward pass's precision
+            name_vectors = _encode_all(model, tokenizer, space.names, config, device, f"epoch {epoch + 1}: encoding names")
+            query_vectors = _encode_all(model, tokenizer, queries, config, device, f"epoch {epoch + 1}: encoding mentions")
         mined, top1 = mine_examples(space, name_vectors, examples, query_vectors, config.hard_negatives)
         del name_vectors
         run.log({"step": step, "epoch": epoch, "mined": len(mined), "train_name_top1": round(top1, 4)})
