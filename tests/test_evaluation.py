@@ -457,6 +457,13 @@ def test_evaluate_scores_a_reranker_through_the_component_and_refuses_one_of_ano
     assert set(report["results"]) == {name, f"{name} + re-ranker"} and report["reranker"] == str(tmp_path / "reranker")
     for protocol in ("strict", "biosyn"):  # the re-ranker re-orders the top 10 of the same search
         assert report["results"][f"{name} + re-ranker"][protocol]["acc@10"] == report["results"][name][protocol]["acc@10"]
+    # with a memory too: the re-ranker re-orders the memory's combined top 10
+    result = CliRunner().invoke(app, args + ["--memory", str(tmp_path / "corpus.txt"), "--output", str(tmp_path / "m.json")])
+    assert result.exit_code == 0, result.output
+    results = json.loads((tmp_path / "m.json").read_text())["results"]
+    assert set(results) == {name, f"{name} + re-ranker", f"{name} + memory", f"{name} + memory + re-ranker"}
+    for protocol in ("strict", "biosyn"):
+        assert results[f"{name} + memory + re-ranker"][protocol]["acc@10"] == results[f"{name} + memory"][protocol]["acc@10"]
     Reranker(tiny_bert, device="cpu").save(tmp_path / "other", trained_on={"encoder_fingerprint": "0" * 16, "normalizer": {}})
     result = CliRunner().invoke(app, args[:-1] + [str(tmp_path / "other")])
     assert result.exit_code == 1 and "was trained on the candidates of encoder 0000000000000000" in result.output

@@ -176,6 +176,9 @@ def run_benchmark(
                 settings = MemorySettings(**{key: best[key] for key in MEMORY_GRID})
             name = f"{label} + memory" + (" (tuned here)" if tune else "")
             systems.append(System(name, encoder_retriever(name, model, pooling, memory_mentions, settings, backend)))
+            if reranker:  # the re-ranker re-orders the top rerank_k of the memory's combined scores, as in a pipeline
+                name = f"{label} + memory + re-ranker"
+                systems.append(System(name, encoder_retriever(name, model, pooling, memory_mentions, settings, backend, reranker)))
             memory_report = {
                 "corpora": [str(p) for p in memory],
                 "n_entries": len(set(memory_mentions)),
