@@ -180,7 +180,7 @@ def assemble_command(
     vocab_format: str = typer.Option("auto", help="Format of --matcher-vocab files."),
     mesh_trees: List[str] = typer.Option([], help="Keep only MeSH descriptors under these tree letters."),
     label: str = typer.Option("ENTITY", help="Entity label the dictionary matcher assigns."),
-    abbreviations: bool = typer.Option(True, help="Put the sapbert_abbreviations detector after mention detection, so short forms link as their long forms (a pipeline that has a detector keeps its own)."),
+    abbreviations: bool = typer.Option(True, help="Put the sapbert_abbreviations detector after mention detection, so short forms link as their long forms (one already in the pipeline is moved there with --short-forms; a scispacy abbreviation_detector is kept as it is). --no-abbreviations leaves the pipeline's detectors as they are."),
     short_forms: bool = typer.Option(True, help="The detector also makes short forms in doc.ents follow their long forms: labelled where the long form is inside an entity, dropped where it overlaps none (label_short_forms)."),
     overwrite: bool = typer.Option(False, help=OVERWRITE_HELP),
 ) -> None:
@@ -188,7 +188,7 @@ def assemble_command(
     import spacy
 
     from .outputs import check_pipeline_output
-    from .pipeline import abbreviation_detectors, add_dictionary_matcher, add_trained_ner, require_linkers, save_pipeline
+    from .pipeline import add_dictionary_matcher, add_trained_ner, place_abbreviation_detector, require_linkers, save_pipeline
     from .readers import read_vocabularies, vocabulary_specs
 
     check_pipeline_output(output, overwrite)
@@ -199,8 +199,8 @@ def assemble_command(
     if matcher_vocab:
         concepts = read_vocabularies(vocabulary_specs(matcher_vocab, vocab_format, mesh_trees))
         add_dictionary_matcher(nlp, concepts, label=label, before=first_linker)
-    if abbreviations and not abbreviation_detectors(nlp):
-        nlp.add_pipe("sapbert_abbreviations", before=first_linker, config={"label_short_forms": short_forms})
+    if abbreviations:
+        place_abbreviation_detector(nlp, before=first_linker, label_short_forms=short_forms)
     save_pipeline(nlp, output, overwrite=overwrite)
     typer.echo(f"pipeline {nlp.pipe_names} written to {output}", err=True)
 

@@ -73,6 +73,20 @@ def abbreviation_detectors(nlp: Language) -> List[Any]:
     return [proc for name, proc in nlp.pipeline if nlp.get_pipe_meta(name).factory in ABBREVIATION_FACTORIES]
 
 
+def place_abbreviation_detector(nlp: Language, before: str, label_short_forms: bool) -> None:
+    """Put our sapbert_abbreviations right before `before` (after mention detection), with `label_short_forms`.
+
+    One of ours already in the pipeline is replaced (it holds only its config): a pipeline assembled
+    before short forms were labelled has it in front of the NER, where it cannot see doc.ents. A
+    scispacy abbreviation_detector is kept where it is, and none of ours is added beside it.
+    """
+    for name, _ in list(nlp.pipeline):
+        if nlp.get_pipe_meta(name).factory == ABBREVIATION_FACTORIES[0]:
+            nlp.remove_pipe(name)
+    if not abbreviation_detectors(nlp):
+        nlp.add_pipe(ABBREVIATION_FACTORIES[0], before=before, config={"label_short_forms": label_short_forms})
+
+
 def linker_for_label(linkers: Sequence["SapbertLinker"], label: str) -> Optional["SapbertLinker"]:
     """The linker that set the ids of entities of `label`: the last in pipeline order whose `labels` hold it (or are empty)."""
     for linker in reversed(linkers):

@@ -68,6 +68,29 @@ def test_assemble_puts_the_trained_ner_before_the_linker_self_contained(toy_ner,
         assert [(e.start_char, e.end_char) for e in nlp(text).ents] == [(e.start_char, e.end_char) for e in trained(text).ents]
 
 
+def test_reassembling_moves_an_earlier_detector_after_the_ner_with_short_forms(toy_ner, linker_only, tmp_path):
+    # a pipeline assembled before short forms were labelled: the detector in front, label_short_forms off
+    old = spacy.load(linker_only)
+    old.add_pipe("sapbert_abbreviations", first=True)
+    old.to_disk(tmp_path / "old")
+    result = runner.invoke(app, ["assemble", str(tmp_path / "old"), str(tmp_path / "pipe"), "--ner", str(toy_ner)])
+    assert result.exit_code == 0, result.output
+    nlp = spacy.load(tmp_path / "pipe")
+    assert nlp.pipe_names == ["ner", "sapbert_abbreviations", "sapbert_linker"]
+    assert nlp.get_pipe("sapbert_abbreviations").label_short_forms
+    result = runner.invoke(app, ["assemble", str(tmp_path / "old"), str(tmp_path / "kept"), "--ner", str(toy_ner), "--no-abbreviations"])
+    assert result.exit_code == 0, result.output
+    kept = spacy.load(tmp_path / "kept")
+    assert kept.pipe_names == ["sapbert_abbreviations", "ner", "sapbert_linker"]
+    text = "She was treated for cardiac failure (CF). No CF was seen."
+    second_cf = text.rindex("CF")
+    assert second_cf not in [e.start_char for e in kept(text).ents]  # the NER alone misses it
+    doc = nlp(text)
+    short_form = [e for e in doc.ents if e.start_char == second_cf]
+    assert [e.text for e in short_form] == ["CF"]  # labelled because its long form is an entity
+    assert short_form[0].kb_id_ == doc.ents[0].kb_id_ and doc.ents[0].text == "cardiac failure"
+
+
 def test_a_ner_pipeline_that_tokenizes_differently_is_refused(toy_ner, tmp_path):
     other = spacy.load(toy_ner)
     other.tokenizer.add_special_case("hepatoma", [{"ORTH": "hepat"}, {"ORTH": "oma"}])
