@@ -155,10 +155,15 @@ class MemorySettings:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: Mapping, source: str = "settings") -> "MemorySettings":
-        """Settings from a plain mapping, or from an `evaluate` report that holds them under memory.settings."""
+    def from_dict(cls, data: Mapping, source: str = "settings", protocol: str = "strict") -> "MemorySettings":
+        """Settings from a plain mapping, or from an `evaluate` report that holds them under memory.settings.
+
+        A report of `--tune-memory` holds the settings chosen under each protocol; `protocol` picks
+        one (strict: the index holds vocabulary names only, as in a pipeline built by build-index).
+        """
         if isinstance(data.get("memory"), Mapping):
-            data = data["memory"].get("settings", {})
+            memory = data["memory"]
+            data = memory.get("settings_by_protocol", {}).get(protocol) or memory.get("settings", {})
         known = set(cls.__dataclass_fields__)
         unknown = sorted(set(data) - known)
         if unknown:

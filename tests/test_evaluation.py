@@ -380,11 +380,12 @@ def test_evaluate_command_tunes_the_memory_on_dev_and_reuses_the_settings(tmp_pa
     name = Path(tiny_bert).name
     memory = dev["memory"]
     assert memory["tuned_on_this_corpus"] and memory["n_entries"] == 3  # hepatoma, heart failure, nephropathy
-    assert len(memory["grid"]) == 2 * 5 * 8 * 4 * 5  # both mixtures
-    assert {row["memory_mixture"] for row in memory["grid"]} == {"published", "union"}
-    assert memory["settings"] == {k: memory["grid"][0][k] for k in memory["settings"]}
+    grid = memory["grid"]["strict"]
+    assert list(memory["grid"]) == ["strict"] and len(grid) == 2 * 5 * 8 * 4 * 5  # both mixtures
+    assert {row["memory_mixture"] for row in grid} == {"published", "union"}
+    assert memory["settings"] == {k: grid[0][k] for k in memory["settings"]} == memory["settings_by_protocol"]["strict"]
     tuned = dev["results"][f"{name} + memory (tuned here)"]["strict"]
-    assert tuned["acc@1"] == memory["grid"][0]["acc@1"] == 1.0  # every query is in the memory
+    assert tuned["acc@1"] == grid[0]["acc@1"] == 1.0  # every query is in the memory
     assert tuned["acc@1"] >= dev["results"][name]["strict"]["acc@1"]
 
     result = CliRunner().invoke(app, common + ["--memory-settings", str(tmp_path / "dev.json"), "--output", str(tmp_path / "test.json")])
@@ -392,6 +393,45 @@ def test_evaluate_command_tunes_the_memory_on_dev_and_reuses_the_settings(tmp_pa
     test = json.loads((tmp_path / "test.json").read_text())
     assert test["memory"]["settings"] == memory["settings"] and not test["memory"]["tuned_on_this_corpus"]
     assert test["results"][f"{name} + memory"]["strict"] == tuned
+
+
+def test_memory_settings_are_tuned_and_reused_per_protocol(tmp_path, tiny_bert):
+    """Under biosyn the training mentions are names too, so the memory is tuned on that dictionary."""
+    from spacy_sapbert import evaluation
+    from spacy_sapbert.memory import MemorySettings
+
+    (tmp_path / "corpus.txt").write_text(PUBTATOR, encoding="utf8")
+    (tmp_path / "memory.txt").write_text("\n".join(PUBTATOR.splitlines()[:3]) + "\n\n", encoding="utf8")  # Hepatoma only
+    # no mention is a vocabulary name: only the memory and biosyn's training names can find them exactly
+    (tmp_path / "vocab.txt").write_text("D1||Cardiac insufficiency\nD2||Liver cancer\nD3||Kidney disease\n", encoding="utf8")
+    common = dict(model=tiny_bert, train=[tmp_path / "corpus.txt"], memory=[tmp_path / "memory.txt"], cache_dir=tmp_path / "cache")
+    dev = evaluation.run_benchmark(tmp_path / "corpus.txt", [(tmp_path / "vocab.txt", "auto", {})], tune=True, **common)
+    memory = dev["memory"]
+    assert list(memory["grid"]) == ["strict", "biosyn"]
+    row = dev["results"][f"{Path(tiny_bert).name} + memory (tuned here)"]
+    for protocol in ("strict", "biosyn"):
+        best = memory["grid"][protocol][0]
+        assert memory["settings_by_protocol"][protocol] == {k: best[k] for k in memory["settings"]}
+        assert row[protocol]["acc@1"] == best["acc@1"]  # each protocol is scored with the settings tuned under it
+    assert row["biosyn"]["acc@1"] == 1.0 > row["strict"]["acc@1"]  # the corpus's mentions are biosyn names
+    assert memory["settings"] == memory["settings_by_protocol"]["strict"]
+
+    per_protocol = {p: MemorySettings.from_dict(dev, protocol=p) for p in ("strict", "biosyn")}
+    test = evaluation.run_benchmark(tmp_path / "corpus.txt", [(tmp_path / "vocab.txt", "auto", {})], memory_settings=per_protocol, **common)
+    assert test["memory"]["settings_by_protocol"] == memory["settings_by_protocol"]
+    assert test["results"][f"{Path(tiny_bert).name} + memory"] == row
+
+
+def test_memory_settings_from_a_report_pick_the_protocol():
+    from spacy_sapbert.memory import MemorySettings
+
+    strict = MemorySettings(2, 0.2, 0.05, 0.1, "union")
+    biosyn = MemorySettings(16, 0.7, 0.01, 0.1, "union")
+    report = {"memory": {"settings": strict.to_dict(), "settings_by_protocol": {"strict": strict.to_dict(), "biosyn": biosyn.to_dict()}}}
+    assert MemorySettings.from_dict(report) == strict  # what add-memory stores: a pipeline's index has vocabulary names only
+    assert MemorySettings.from_dict(report, protocol="biosyn") == biosyn
+    older = {"memory": {"settings": strict.to_dict()}}  # a report written before settings were chosen per protocol
+    assert MemorySettings.from_dict(older, protocol="biosyn") == strict
 
 
 def test_run_benchmark_without_a_cache_encodes_the_vocabulary_once(tmp_path, tiny_bert, index_builds):

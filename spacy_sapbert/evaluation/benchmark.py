@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..index import vocabulary_hash
 from ..kb import Concept, KnowledgeBase
@@ -20,10 +20,15 @@ from .retrievers import ExactMatchRetriever, LinkerRetriever, NormalizedBaseline
 
 @dataclass
 class System:
-    """A named way to rank concepts; `make` builds its retriever for a dictionary (list of concepts)."""
+    """A named way to rank concepts; `make` builds its retriever for a dictionary (list of concepts).
+
+    `protocols`: the protocols it runs under (None: all). Systems that share a name fill one row,
+    e.g. the memory with the settings chosen under each protocol.
+    """
 
     name: str
     make: Callable[[Sequence[Concept]], object]
+    protocols: Optional[Sequence[str]] = None
 
 
 def run_protocols(
@@ -42,14 +47,14 @@ def run_protocols(
         raise SapbertError(f"unknown protocol(s) {unknown}; choose from {list(PROTOCOLS)}")
     kb = KnowledgeBase(concepts)
     results: Dict[str, Dict[str, Dict[str, float]]] = {}
-    steps = [(s, p) for s in systems for p in protocols]
+    steps = [(s, p) for s in systems for p in protocols if s.protocols is None or p in s.protocols]
     if progress:
         from tqdm import tqdm
 
         steps = tqdm(steps, desc="evaluating", unit="run")
-    retrievers: Dict[str, object] = {}
+    retrievers: Dict[int, object] = {}
     for system, protocol in steps:
-        retriever = retrievers.get(system.name)
+        retriever = retrievers.get(id(system))
         if protocol == "strict" or retriever is None:
             retriever = system.make(concepts)
         if protocol == "biosyn":
@@ -57,7 +62,7 @@ def run_protocols(
                 retriever.add_names(extra_names)  # only the new names are encoded
             else:
                 retriever = system.make(with_extra_names(concepts, extra_names))
-        retrievers[system.name] = retriever
+        retrievers[id(system)] = retriever
         metrics, _ = score_retriever(retriever, mentions, kb)
         results.setdefault(system.name, {})[protocol] = metrics
     return results
@@ -83,7 +88,7 @@ def run_benchmark(
     cache_dir: Optional[Path] = None,
     title: Optional[str] = None,
     memory: Sequence[Path] = (),
-    memory_settings: Optional[MemorySettings] = None,
+    memory_settings: Optional[Union[MemorySettings, Mapping[str, MemorySettings]]] = None,
     tune: bool = False,
     backend: str = "torch",
     reachable_only: bool = False,
@@ -92,8 +97,9 @@ def run_benchmark(
     """Evaluate an encoder (and, with `baselines`, exact match, TF-IDF and the untuned encoder) on one corpus.
 
     `memory`: annotated corpora whose mentions fill a mention memory; the encoder is then also run
-    with it (`memory_settings`, default the paper's), or, with `tune`, with the settings that
-    `tune_memory` finds best on this corpus (a dev set). `backend`: how the evaluated encoder runs
+    with it (`memory_settings`: one for every protocol or one per protocol; default the paper's), or,
+    with `tune`, with the settings that `tune_memory` finds best on this corpus (a dev set) under each
+    protocol. `backend`: how the evaluated encoder runs
     (torch, onnx, onnx-int8); the untuned baseline encoder runs on torch. `reachable_only`: score only
     the mentions with a gold id in the vocabulary (an open subset, e.g. XL-BEL over open ontologies);
     the others are counted in the report, never silently dropped. `reranker`: a re-ranker folder; the
@@ -167,24 +173,32 @@ def run_benchmark(
             systems.append(System(name, encoder_retriever(name, model, pooling, model_backend=backend, reranker_folder=reranker)))
         memory_report = None
         if model and memory_mentions:
-            settings = memory_settings or MemorySettings()
-            grid_rows: List[Dict[str, Any]] = []
+            if isinstance(memory_settings, Mapping):
+                settings = {p: memory_settings.get(p) or MemorySettings() for p in protocols}
+            else:
+                settings = {p: memory_settings or MemorySettings() for p in protocols}
+            grids: Dict[str, List[Dict[str, Any]]] = {}
             if tune:
-                tuning = encoder_retriever("tuning", model, pooling, memory_mentions, settings, backend)(concepts)
-                grid_rows = tune_memory(tuning, mentions, kb)
-                best = grid_rows[0]
-                settings = MemorySettings(**{key: best[key] for key in MEMORY_GRID})
+                tuning = encoder_retriever("tuning", model, pooling, memory_mentions, MemorySettings(), backend)(concepts)
+                for protocol in [p for p in PROTOCOLS if p in protocols]:  # strict first: biosyn only adds names
+                    if protocol == "biosyn":
+                        tuning.add_names(extra)
+                    grids[protocol] = tune_memory(tuning, mentions, kb)
+                    settings[protocol] = MemorySettings(**{key: grids[protocol][0][key] for key in MEMORY_GRID})
             name = f"{label} + memory" + (" (tuned here)" if tune else "")
-            systems.append(System(name, encoder_retriever(name, model, pooling, memory_mentions, settings, backend)))
-            if reranker:  # the re-ranker re-orders the top rerank_k of the memory's combined scores, as in a pipeline
-                name = f"{label} + memory + re-ranker"
-                systems.append(System(name, encoder_retriever(name, model, pooling, memory_mentions, settings, backend, reranker)))
+            rows = [(name, None)] + ([(f"{label} + memory + re-ranker", reranker)] if reranker else [])
+            for row_name, reranker_folder in rows:  # the re-ranker re-orders the memory's combined scores, as in a pipeline
+                for protocol in protocols:
+                    make = encoder_retriever(row_name, model, pooling, memory_mentions, settings[protocol], backend, reranker_folder)
+                    systems.append(System(row_name, make, [protocol]))
+            pipeline_protocol = "strict" if "strict" in protocols else protocols[0]
             memory_report = {
                 "corpora": [str(p) for p in memory],
                 "n_entries": len(set(memory_mentions)),
-                "settings": settings.to_dict(),
+                "settings": settings[pipeline_protocol].to_dict(),  # a pipeline's index holds vocabulary names only
+                "settings_by_protocol": {p: settings[p].to_dict() for p in protocols},
                 "tuned_on_this_corpus": tune,
-                "grid": grid_rows,
+                "grid": grids,
             }
         results = run_protocols(systems, concepts, mentions, extra, protocols)
     return {
