@@ -1,0 +1,15 @@
+#!/bin/bash
+# MiniLM DHNS from the workflow's SAP model on NCBI-disease train + BC5CDR train (Disease), the project's settings; then NCBI-disease dev, memory tuned per protocol
+cd /work/runs/s17
+D=/work/shared/data; P=/work/main/.venv/bin/python
+while pgrep -f "once.sh" > /dev/null; do sleep 20; done
+LABELS="--label Disease --label SpecificDisease --label DiseaseClass --label Modifier --label CompositeMention"
+echo "=== train-dhns $(date +%T)"
+/usr/bin/time -v $P -m spacy_sapbert train-dhns $D/ncbi-disease/NCBItrainset_corpus.txt $D/bc5cdr/CDR_TrainingSet.PubTator.txt $LABELS \
+  --vocab $D/medic/medic_06Jul2012.txt --spell-check $D/medic/ncbi-spell-check.txt --model /work/runs/sap/training/sap/model \
+  --output dhns-minilm-both --pooling mean --max-length 25 --batch-size 32 --hard-negatives 4 --temperature 0.01 --lr 0.00002 --epochs 3 --seed 42 --no-progress > dhns-minilm-both.log 2>&1
+grep -E "Elapsed|Maximum res|Exit" dhns-minilm-both.log
+echo "=== evaluate dev $(date +%T)"
+OMP_NUM_THREADS=1 /usr/bin/time -v $P -m spacy_sapbert evaluate $D/ncbi-disease/NCBIdevelopset_corpus.txt --vocab $D/medic/medic_06Jul2012.txt --spell-check $D/medic/ncbi-spell-check.txt --train $D/ncbi-disease/NCBItrainset_corpus.txt --memory $D/ncbi-disease/NCBItrainset_corpus.txt --tune-memory --model dhns-minilm-both/model --pooling mean --cache-dir minilm-both-cache --output minilm-both-dev.json > minilm-both-dev.log 2>&1
+grep "^|" minilm-both-dev.log
+echo "=== done $(date +%T)"
