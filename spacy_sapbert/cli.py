@@ -7,7 +7,7 @@ import re
 import sys
 from pathlib import Path
 from collections import Counter
-from typing import Callable, Iterator, List, Optional, Tuple
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 import srsly
 import typer
@@ -551,7 +551,7 @@ def evaluate_command(
         cache_dir=cache_dir or Path.home() / ".cache" / "spacy-sapbert" / "eval-index",
         title=title,
         memory=memory,
-        memory_settings={p: _read_memory_settings(memory_settings, p) for p in protocol} if memory_settings else None,
+        memory_settings=_read_memory_settings(memory_settings, protocol) if memory_settings else None,
         tune=tune_memory,
         backend=backend,
         reachable_only=reachable_only,
@@ -570,8 +570,8 @@ def evaluate_command(
         typer.echo(f"\nend to end ({end_to_end}):\n{end_to_end_table(report['end_to_end'])}")
 
 
-def _read_memory_settings(path: Path, protocol: str = "strict"):
-    """The memory settings of a JSON file, or those an evaluate report chose under `protocol`."""
+def _read_memory_settings(path: Path, protocols: Sequence[str] = ("strict",)):
+    """{protocol: MemorySettings}: those of a JSON file, or those an evaluate report chose under each protocol."""
     from .memory import MemorySettings
 
     try:
@@ -579,7 +579,7 @@ def _read_memory_settings(path: Path, protocol: str = "strict"):
     except (OSError, ValueError) as err:
         raise SapbertError(f"--memory-settings {path}: not a readable JSON file ({err})") from err
     try:
-        return MemorySettings.from_dict(data, source=str(path), protocol=protocol)
+        return {p: MemorySettings.from_dict(data, source=str(path), protocol=p) for p in protocols}
     except (SapbertError, TypeError) as err:
         raise SapbertError(str(err)) from err
 
@@ -610,7 +610,7 @@ def add_memory_command(
     overrides = {}
     if settings:  # the config override needs the linker's name before the pipeline is loaded
         component = choose_linker_name(linker_names(spacy.util.load_config(pipeline / "config.cfg")), component)
-        overrides = {"components": {component: _read_memory_settings(settings).to_dict()}}
+        overrides = {"components": {component: _read_memory_settings(settings)["strict"].to_dict()}}
     nlp = spacy.load(pipeline, config=overrides)
     linker = the_linker(nlp, component)
     added = 0

@@ -173,10 +173,8 @@ def run_benchmark(
             systems.append(System(name, encoder_retriever(name, model, pooling, model_backend=backend, reranker_folder=reranker)))
         memory_report = None
         if model and memory_mentions:
-            if isinstance(memory_settings, Mapping):
-                settings = {p: memory_settings.get(p) or MemorySettings() for p in protocols}
-            else:
-                settings = {p: memory_settings or MemorySettings() for p in protocols}
+            given = memory_settings if isinstance(memory_settings, Mapping) else {p: memory_settings for p in protocols}
+            settings = {p: given.get(p) or MemorySettings() for p in protocols}
             grids: Dict[str, List[Dict[str, Any]]] = {}
             if tune:
                 tuning = encoder_retriever("tuning", model, pooling, memory_mentions, MemorySettings(), backend)(concepts)
@@ -186,11 +184,14 @@ def run_benchmark(
                     grids[protocol] = tune_memory(tuning, mentions, kb)
                     settings[protocol] = MemorySettings(**{key: grids[protocol][0][key] for key in MEMORY_GRID})
             name = f"{label} + memory" + (" (tuned here)" if tune else "")
+            protocols_of: Dict[MemorySettings, List[str]] = {}  # one retriever (one memory encoding) per distinct settings
+            for protocol in protocols:
+                protocols_of.setdefault(settings[protocol], []).append(protocol)
             rows = [(name, None)] + ([(f"{label} + memory + re-ranker", reranker)] if reranker else [])
             for row_name, reranker_folder in rows:  # the re-ranker re-orders the memory's combined scores, as in a pipeline
-                for protocol in protocols:
-                    make = encoder_retriever(row_name, model, pooling, memory_mentions, settings[protocol], backend, reranker_folder)
-                    systems.append(System(row_name, make, [protocol]))
+                for row_settings, row_protocols in protocols_of.items():
+                    make = encoder_retriever(row_name, model, pooling, memory_mentions, row_settings, backend, reranker_folder)
+                    systems.append(System(row_name, make, row_protocols))
             pipeline_protocol = "strict" if "strict" in protocols else protocols[0]
             memory_report = {
                 "corpora": [str(p) for p in memory],
