@@ -513,6 +513,7 @@ def evaluate_command(
     remove_punctuation: bool = typer.Option(True, help="Replace punctuation by spaces in queries and names (BioSyn)."),
     cache_dir: Optional[Path] = typer.Option(None, help="Reuse encoded dictionaries between runs. Default: ~/.cache/spacy-sapbert/eval-index."),
     output: Optional[Path] = typer.Option(None, help="Write the JSON report here."),
+    errors: Optional[Path] = typer.Option(None, help="Write every mention a system does not rank first here, one JSON line each (system, protocol, text, gold, gold rank, top 5 candidates per query), for error analysis."),
     plot: Optional[Path] = typer.Option(None, help="Write a PNG of acc@k against k here."),
     title: Optional[str] = typer.Option(None, help="Title of the table and plot."),
     end_to_end: Optional[Path] = typer.Option(None, help="Also run this saved pipeline on the raw documents: (span, id) P/R/F1, strict and overlapping spans, and NER P/R/F1 per label."),
@@ -528,6 +529,7 @@ def evaluate_command(
     default = offline_default_model()
     model, pooling = _model_and_pooling(model, pooling, default)
     vocabularies = vocabulary_specs(vocab, vocab_format, mesh_trees, key_by)
+    misses: Optional[list] = [] if errors else None
     prep = Preprocessing(
         remove_punctuation=remove_punctuation,
         abbreviations=abbreviations,
@@ -556,13 +558,16 @@ def evaluate_command(
         backend=backend,
         reachable_only=reachable_only,
         reranker=reranker,
+        misses=misses,
     )
     if end_to_end:
         report["end_to_end"] = _end_to_end(end_to_end, corpus, label)
-    if output:
-        from .io import atomic_write_text
+    from .io import atomic_write_text
 
+    if output:
         atomic_write_text(output, srsly.json_dumps(report, indent=2))
+    if errors:
+        atomic_write_text(errors, "".join(srsly.json_dumps(record) + "\n" for record in misses))
     if plot:
         plot_curves(report, plot)
     typer.echo(markdown_table(report))

@@ -156,6 +156,27 @@ def test_biosyn_protocol_adds_names_for_every_system():
     assert results["tfidf"]["biosyn"]["acc@1"] == 1.0
 
 
+def test_misses_name_system_protocol_gold_and_the_candidates_ranked_above_it():
+    concepts = normalized_concepts(vocabulary(), Preprocessing().normalizer)
+    mentions = [
+        EvalMention("hepatoma", "OMIM:2", ["hepatoma"], "doc1"),  # found through the alternative id: not a miss
+        EvalMention("mammary cancer", "D4|D5", ["mammary cancer", "ovary carcinoma"], "doc2"),
+        EvalMention("liver tumour", "D2", ["liver tumour"], "doc3"),
+    ]
+    misses: list = []
+    results = run_protocols([System("exact", ExactMatchRetriever)], concepts, mentions, [("D2", "liver tumour")], progress=False, misses=misses)
+    assert results["exact"]["strict"]["acc@1"] == pytest.approx(1 / 3)
+    by_protocol = {p: [m for m in misses if m["protocol"] == p] for p in ("strict", "biosyn")}
+    assert [m["doc_id"] for m in by_protocol["strict"]] == ["doc2", "doc3"]
+    assert [m["doc_id"] for m in by_protocol["biosyn"]] == ["doc2"]  # "liver tumour" is a name under biosyn
+    composite = by_protocol["strict"][0]
+    assert composite["system"] == "exact" and composite["gold_names"] == ["breast cancer", "ovarian cancer"]
+    first, second = composite["queries"]
+    assert first == {"query": "mammary cancer", "candidates": []}
+    assert second == {"query": "ovary carcinoma", "candidates": [["D5", "ovarian cancer", 1.0]]}
+    assert composite["rank"] is None  # one part not found: the mention is a miss
+
+
 def test_biosyn_protocol_adds_training_mentions_to_the_encoder_index(tiny_bert):
     """The encoder systems' biosyn rows: the training mentions become names in the strict index (add_names)."""
     from spacy_sapbert.evaluation import LinkerRetriever, build_encoder_index
@@ -252,7 +273,7 @@ def test_evaluate_command_writes_report_and_plot_and_repeats_exactly(tmp_path, t
     )
     args = ["evaluate", str(tmp_path / "corpus.txt"), "--vocab", str(tmp_path / "vocab.txt"), "--model", tiny_bert,
             "--baselines", "--baseline-model", tiny_bert, "--train", str(tmp_path / "corpus.txt"),
-            "--cache-dir", str(tmp_path / "cache"), "--plot", str(tmp_path / "acc.png")]
+            "--cache-dir", str(tmp_path / "cache"), "--plot", str(tmp_path / "acc.png"), "--errors", str(tmp_path / "misses.jsonl")]
     runs = []
     for i in range(2):
         result = CliRunner().invoke(app, args + ["--output", str(tmp_path / f"r{i}.json")])
@@ -267,6 +288,11 @@ def test_evaluate_command_writes_report_and_plot_and_repeats_exactly(tmp_path, t
     assert "| exact match | strict | 100.0 |" in result.output
     assert (tmp_path / "acc.png").read_bytes()[:4] == b"\x89PNG"
     assert list((tmp_path / "cache").iterdir())  # the encoded dictionary was cached and reused
+    misses = [json.loads(line) for line in (tmp_path / "misses.jsonl").read_text().splitlines()]
+    for system, by_protocol in report["results"].items():  # one line per mention not ranked first
+        for protocol, metrics in by_protocol.items():
+            n = sum(1 for m in misses if m["system"] == system and m["protocol"] == protocol)
+            assert n == round((1 - metrics["acc@1"]) * report["n_mentions"])
 
 
 def test_evaluate_command_scores_a_pipeline_end_to_end(tmp_path, tiny_bert):

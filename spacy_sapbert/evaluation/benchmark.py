@@ -38,8 +38,10 @@ def run_protocols(
     extra_names: Sequence[Tuple[str, str]],
     protocols: Sequence[str] = PROTOCOLS,
     progress: bool = True,
+    misses: Optional[list] = None,
 ) -> Dict[str, Dict[str, Dict[str, float]]]:
-    """{system: {protocol: metrics}} with every system on the same mentions and dictionaries."""
+    """{system: {protocol: metrics}} with every system on the same mentions and dictionaries. With `misses`
+    (a list), every mention a system does not rank first is appended, named by system and protocol."""
     unknown = [p for p in protocols if p not in PROTOCOLS]
     if unknown:
         from ..errors import SapbertError
@@ -63,7 +65,10 @@ def run_protocols(
             else:
                 retriever = system.make(with_extra_names(concepts, extra_names))
         retrievers[id(system)] = retriever
-        metrics, _ = score_retriever(retriever, mentions, kb)
+        found: Optional[list] = [] if misses is not None else None
+        metrics, _ = score_retriever(retriever, mentions, kb, misses=found)
+        if misses is not None:
+            misses += [{"system": system.name, "protocol": protocol, **record} for record in found]
         results.setdefault(system.name, {})[protocol] = metrics
     return results
 
@@ -93,6 +98,7 @@ def run_benchmark(
     backend: str = "torch",
     reachable_only: bool = False,
     reranker: Optional[str] = None,
+    misses: Optional[list] = None,
 ) -> dict:
     """Evaluate an encoder (and, with `baselines`, exact match, TF-IDF and the untuned encoder) on one corpus.
 
@@ -103,7 +109,8 @@ def run_benchmark(
     (torch, onnx, onnx-int8); the untuned baseline encoder runs on torch. `reachable_only`: score only
     the mentions with a gold id in the vocabulary (an open subset, e.g. XL-BEL over open ontologies);
     the others are counted in the report, never silently dropped. `reranker`: a re-ranker folder; the
-    model is also run with it in the component (its top k re-ordered), one more row.
+    model is also run with it in the component (its top k re-ordered), one more row. `misses`: a list that
+    receives every mention a system does not rank first (`run_protocols`).
     """
     from ..encoder import Encoder, default_pooling
     from ..readers import read_vocabularies
@@ -201,7 +208,7 @@ def run_benchmark(
                 "tuned_on_this_corpus": tune,
                 "grid": grids,
             }
-        results = run_protocols(systems, concepts, mentions, extra, protocols)
+        results = run_protocols(systems, concepts, mentions, extra, protocols, misses=misses)
     return {
         "title": title or Path(corpus).name,
         "corpus": str(corpus),

@@ -1,7 +1,7 @@
 """Scoring ranked candidates: the gold's rank per mention (composites: the worst part) and acc@k / MRR."""
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..index import Candidate
 from ..kb import KnowledgeBase
@@ -37,11 +37,37 @@ def metrics_from_ranks(ranks: Sequence[Optional[int]], ks: Sequence[int] = KS) -
     return out
 
 
+def miss_record(
+    mention: EvalMention, rank: Optional[int], ranked: Mapping[str, Sequence[Candidate]], kb: KnowledgeBase, top: int = 5
+) -> dict:
+    """A mention not ranked first, for error analysis: its gold (with names), the gold's rank (None: not in
+    the top k) and each query's first `top` candidates with their canonical names and scores."""
+
+    def name_of(concept_id: str) -> str:
+        concept = kb.get(concept_id)
+        return concept.name if concept is not None else ""
+
+    return {
+        "doc_id": mention.doc_id,
+        "text": mention.text,
+        "gold": mention.gold,
+        "gold_names": [name_of(i) for i in sorted(mention.gold_set)],
+        "rank": rank,
+        "queries": [
+            {"query": q, "candidates": [[cid, name_of(cid), round(float(score), 4)] for cid, score in ranked[q][:top]]}
+            for q in mention.queries
+        ],
+    }
+
+
 def score_retriever(
-    retriever, mentions: Sequence[EvalMention], kb: KnowledgeBase, k: int = max(KS)
+    retriever, mentions: Sequence[EvalMention], kb: KnowledgeBase, k: int = max(KS), misses: Optional[list] = None
 ) -> Tuple[Dict[str, float], List[Optional[int]]]:
-    """Metrics and per-mention ranks; every distinct query string is searched once."""
+    """Metrics and per-mention ranks; every distinct query string is searched once. With `misses` (a list),
+    a `miss_record` is appended for every mention whose gold is not ranked first."""
     distinct = sorted({q for m in mentions for q in m.queries})
     ranked = dict(zip(distinct, retriever.rank(distinct, k))) if distinct else {}
     ranks = [mention_rank([gold_rank(ranked[q], m.gold_set, kb) for q in m.queries]) for m in mentions]
+    if misses is not None:
+        misses += [miss_record(m, r, ranked, kb) for m, r in zip(mentions, ranks) if r != 1]
     return metrics_from_ranks(ranks), ranks
