@@ -18,6 +18,12 @@ of the short form's first character must begin a word. The long form runs from t
 word to the end of the candidate; it is rejected when it is not longer than the short form, has too
 many words, or contains the short form as a word.
 
+One rule is added to the paper's, because its shortest match can drop a leading word that changes the
+meaning ("multiple myeloma (MM)" gave "myeloma", "attenuated adenomatous polyposis coli (AAPC)" gave
+"adenomatous polyposis coli"): when the last words of the candidate have first letters (or digits)
+that spell the short form's letters and digits exactly, those words are the long form. Such a form
+always satisfies the paper's conditions too, so the rule only ever lengthens a long form.
+
 ``find_abbreviations`` is a pure function on a string. ``AbbreviationDetector`` (factory
 "sapbert_abbreviations") runs it on ``doc.text`` and provides:
 
@@ -109,6 +115,21 @@ def best_long_form_start(short: str, candidate: str) -> Optional[int]:
     return start
 
 
+def initials_long_form_start(short: str, candidate: str) -> Optional[int]:
+    """Start offset in `candidate` of its last words whose first letters or digits spell those of
+    `short` (case-insensitive), or None: "multiple myeloma" for "MM", "type 2 diabetes" for "T2D"."""
+    letters = [ch.lower() for ch in short if ch.isalnum()]
+    initials: List[str] = []
+    for word in reversed(list(re.finditer(r"\S+", candidate))):
+        first = next((ch.lower() for ch in word.group() if ch.isalnum()), None)
+        if first is None:
+            continue
+        initials.insert(0, first)
+        if len(initials) == len(letters):
+            return word.start() if initials == letters else None
+    return None
+
+
 def _contains_word(text: str, word: str) -> bool:
     return re.search(r"(?<!\w)" + re.escape(word.lower()) + r"(?!\w)", text.lower()) is not None
 
@@ -117,7 +138,9 @@ def _long_form(short: str, candidate: str) -> Optional[Tuple[int, int]]:
     """(start, end) in `candidate` of a valid long form of `short`, or None."""
     end = len(candidate.rstrip())
     candidate = candidate[:end]
-    start = best_long_form_start(short, candidate)
+    start = initials_long_form_start(short, candidate)
+    if start is None:
+        start = best_long_form_start(short, candidate)
     if start is None:
         return None
     long = candidate[start:end]

@@ -192,6 +192,11 @@ def test_apply_spell_check_with_biosyn_file():
         ("Wilson disease (WD; MIM 277900) is", "WD", "Wilson disease"),
         ("tumour necrosis factor alpha (TNF-alpha) levels", "TNF-alpha", "tumour necrosis factor alpha"),
         ("The WD (Wilson disease) gene", "WD", "Wilson disease"),
+        # words whose initials spell the short form win over the paper's shortest match
+        ("a mild form called attenuated adenomatous polyposis coli (AAPC).", "AAPC", "attenuated adenomatous polyposis coli"),
+        ("patients with multiple myeloma (MM) were", "MM", "multiple myeloma"),
+        ("risk of type 2 diabetes (T2D) rose", "T2D", "type 2 diabetes"),
+        ("in X-linked adrenoleukodystrophy (X-ALD), a", "X-ALD", "X-linked adrenoleukodystrophy"),  # no initials match
     ],
 )
 def test_find_abbreviations(text, short, long):
