@@ -224,7 +224,10 @@ def convert_command(
 
     from .io import atomic_write, atomic_write_text
     from .ner_corpus import ConversionReport, convert_pubtator, parse_label_map
+    from .outputs import check_file_outputs
     from .spacy_kb import with_kb_gold_ids
+
+    check_file_outputs(output)
 
     mapping = parse_label_map(label_map)
     nlp = spacy.blank(lang)
@@ -309,7 +312,10 @@ def plot_embeddings_command(
     """Names of a sample of concepts before and after training, projected to 2-D (the SapBERT paper's Figure 1)."""
     from .embedding_plot import names_and_labels, plot_embeddings, same_concept_neighbour_rate, sample_concepts
     from .encoder import Encoder, offline_default_model
+    from .outputs import check_file_outputs
     from .readers import read_vocabularies, vocabulary_specs
+
+    check_file_outputs(output)
 
     sample = sample_concepts(read_vocabularies(vocabulary_specs(vocab, "auto", mesh_trees)), concepts, seed=seed)
     if len(sample) < 2:
@@ -437,8 +443,11 @@ def visualize_command(
 ) -> None:
     """Show linked entities with displaCy: label, id (a link to its source's page), canonical name and score."""
     from .io import atomic_write_text
+    from .outputs import check_file_outputs
     from .pipeline import doc_to_json, require_linkers
     from .visualize import displacy_doc, render_page
+
+    check_file_outputs(output)
 
     nlp = _load(pipeline)
     linkers = [linker for _, linker in require_linkers(nlp)]
@@ -524,8 +533,10 @@ def evaluate_command(
     """Accuracy (acc@1/5/10, MRR) on a benchmark corpus with the BioSyn/SapBERT protocol; prints a Markdown table."""
     from .encoder import offline_default_model
     from .evaluation import Preprocessing, end_to_end_table, markdown_table, plot_curves, run_benchmark
+    from .outputs import check_file_outputs
     from .readers import read_spell_check, vocabulary_specs
 
+    check_file_outputs(output, errors, plot)
     default = offline_default_model()
     model, pooling = _model_and_pooling(model, pooling, default)
     vocabularies = vocabulary_specs(vocab, vocab_format, mesh_trees, key_by)
@@ -673,11 +684,12 @@ def choose_pipeline_command(
 
     from .evaluation import evaluate_end_to_end
     from .io import atomic_write_text
-    from .outputs import check_pipeline_output
+    from .outputs import check_file_outputs, check_pipeline_output
     from .pipeline import save_pipeline
     from .readers.corpora import read_pubtator
 
     check_pipeline_output(output, overwrite)
+    check_file_outputs(report)
     documents = list(read_pubtator(corpus))
     scores, best, best_nlp = [], 0, None
     for number, path in enumerate(pipelines):

@@ -79,6 +79,20 @@ def _refuse_foreign(output: Path, what: str, allowed: Optional[Set[str]], hint: 
         raise OutputExistsError(f"the output folder {output} already holds {what}; {hint}")
 
 
+def check_file_outputs(*paths: Optional[Path]) -> None:
+    """Refuse, before any work, an output file path that is a folder or lies under a file: the write at the
+    end of a long run would fail there and lose the run. None entries (outputs not asked for) are skipped."""
+    for path in paths:
+        if path is None:
+            continue
+        path = Path(path)
+        if path.is_dir():
+            raise OutputExistsError(f"the output {path} is a folder, not a file; choose a file path")
+        blocking = next((parent for parent in path.parents if parent.exists() and not parent.is_dir()), None)
+        if blocking is not None:
+            raise OutputExistsError(f"the output {path} cannot be written: {blocking} is a file, not a folder")
+
+
 def check_pipeline_output(output: Path, overwrite: bool) -> None:
     """Refuse an OUTPUT that is not absent, empty, or (with `overwrite`) a pipeline of this project."""
     output = Path(output)

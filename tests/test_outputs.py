@@ -245,3 +245,27 @@ def test_a_built_pipeline_has_the_permissions_of_the_umask_not_owner_only(tmp_pa
     modes = {path.relative_to(tmp_path).as_posix(): path.stat().st_mode & 0o777 for path in [tmp_path / "pipe", *(tmp_path / "pipe").rglob("*")]}
     assert modes["pipe"] == 0o755 and modes["pipe/sapbert_linker/index/meta.json"] == 0o644
     assert {path: oct(mode) for path, mode in modes.items() if mode not in (0o755, 0o644)} == {}
+
+
+@pytest.mark.parametrize("option", ["--output", "--errors", "--plot"])
+def test_evaluate_refuses_an_unwritable_output_file_before_any_work(tmp_path, option):
+    """A report path that is a folder, or under a file, fails at once: not after a long evaluation."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("1|t|Hepatoma seen.\n1|a|x\n1\t0\t8\tHepatoma\tDisease\tD2\n\n", encoding="utf8")
+    vocab = _vocab(tmp_path)
+    (tmp_path / "a-folder").mkdir()
+    (tmp_path / "a-file").write_text("kept", encoding="utf8")
+    common = ["evaluate", str(corpus), "--vocab", str(vocab), "--model", str(tmp_path / "no-such-model")]
+    for target, words in ((tmp_path / "a-folder", "is a folder, not a file"), (tmp_path / "a-file" / "r.json", "a-file is a file")):
+        result = runner.invoke(app, common + [option, str(target)])
+        assert result.exit_code == 1 and words in result.output, result.output
+        assert "no-such-model" not in result.output  # refused before the model was loaded
+    assert list((tmp_path / "a-folder").iterdir()) == [] and (tmp_path / "a-file").read_text(encoding="utf8") == "kept"
+
+
+def test_convert_refuses_an_output_that_is_a_folder(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("1|t|Hepatoma seen.\n1|a|x\n1\t0\t8\tHepatoma\tDisease\tD2\n\n", encoding="utf8")
+    (tmp_path / "train.spacy").mkdir()
+    result = runner.invoke(app, ["convert", str(corpus), "--output", str(tmp_path / "train.spacy")])
+    assert result.exit_code == 1 and "is a folder, not a file" in result.output
