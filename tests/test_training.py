@@ -20,7 +20,7 @@ from spacy_sapbert.readers.corpora import read_pubtator
 from spacy_sapbert.training.extract import extract_synonyms, read_synonyms, umls_concepts, write_synonyms
 from spacy_sapbert.training.losses import make_loss, make_miner, sap_loss
 from spacy_sapbert.training.pairs import PairsFile, concept_pairs, finetune_pairs, read_pairs, write_pairs
-from spacy_sapbert.training.trainer import TrainConfig, train
+from spacy_sapbert.training.trainer import TrainConfig, TrainingWarning, train
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -407,6 +407,33 @@ def test_resumed_run_ends_with_the_same_weights(tmp_path, tiny_bert, toy_pairs, 
     full_log = (tmp_path / "full/train_log.jsonl").read_text().splitlines()
     split_log = (tmp_path / "split/train_log.jsonl").read_text().splitlines()
     assert [json.loads(x)["loss"] for x in full_log] == [json.loads(x)["loss"] for x in split_log]
+
+
+def test_encode_chunk_defaults_to_64_on_cpu_and_the_whole_micro_batch_on_cuda():
+    from spacy_sapbert.training.trainer import resolve_encode_chunk
+
+    assert resolve_encode_chunk(0, 256, torch.device("cpu")) == 64
+    assert resolve_encode_chunk(0, 256, torch.device("cuda")) == 512  # both names of 256 pairs
+    assert resolve_encode_chunk(13, 256, torch.device("cuda")) == 13
+    with pytest.raises(SapbertError, match="encode_chunk=-1"):
+        TrainConfig(model="m", output="o", pairs="p", encode_chunk=-1).validate()
+
+
+def test_a_run_records_the_chunk_it_used_and_resumes_a_run_of_the_old_default(tmp_path, tiny_bert, toy_pairs, one_thread):
+    import warnings
+
+    def config(max_steps, **kwargs):
+        return TrainConfig(model=tiny_bert, output=str(tmp_path / "run"), pairs=str(toy_pairs), batch_size=4,
+                           max_steps=max_steps, checkpoint_every=1, device="cpu", progress=False, **kwargs)
+
+    train(config(2, encode_chunk=64))  # as recorded before the default became 0 (auto)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        train(config(3), resume=True)
+    assert not [w for w in caught if "encode_chunk" in str(w.message)]  # a changed trajectory setting warns
+    assert json.loads((tmp_path / "run/train_config.json").read_text())["encode_chunk"] == 64
+    with pytest.warns(TrainingWarning, match="encode_chunk"):
+        train(config(4, encode_chunk=8), resume=True)
 
 
 def test_train_config_from_dict_names_unknown_settings():
