@@ -1,5 +1,5 @@
 """Encoder backends side by side in one run: torch (float32), torch-bf16, onnx and onnx-int8 (any of
-BACKENDS with --backends), for each model given.
+BACKENDS with --backends), for each model given, on each device given (--devices cpu cuda: CPU beside GPU).
 
 For each (model, backend), in a fresh subprocess (so peak memory is its own):
 1. encoder load time from the model folder (with the ONNX export when the backend needs one);
@@ -9,14 +9,16 @@ For each (model, backend), in a fresh subprocess (so peak memory is its own):
    vector cache, again with the warm cache, and the naive loop (one mention at a time, no cache);
 5. peak resident memory;
 6. with --accuracy: acc@1 on NCBI-disease dev (strict and biosyn protocols, through the component).
-Then the cosine between each backend's MEDIC name vectors and torch's (min and mean).
+Then the cosine between each variant's MEDIC name vectors and those of the model's first variant (the
+first device with the first backend): min and mean.
 With --scispacy-python PYTHON (a virtual environment with scispacy, which needs numpy<2), scispacy's
 EntityLinker on the same MEDIC names and documents: index build, linking mentions/s, peak RSS, and
 acc@1 on NCBI-disease dev (strict) of its ranked candidates, scored by this project's evaluation code
 (benchmarks/scispacy_child.py runs in that environment).
 
 Usage: python benchmarks/bench_backends.py [--model all-MiniLM-L6-v2:mean] [--model FOLDER:cls ...]
-       [--backends torch torch-bf16 onnx onnx-int8] [--accuracy] [--limit-names N] [--limit-docs N] [--threads N]
+       [--backends torch torch-bf16 onnx onnx-int8] [--devices cpu cuda] [--accuracy] [--limit-names N]
+       [--limit-docs N] [--threads N]
        [--scispacy-python PYTHON]
 """
 from __future__ import annotations
@@ -55,8 +57,8 @@ def run_variant(args) -> None:
     torch.set_num_threads(args.threads)
     out = Path(args.out)
     medic = list(read_vocabulary(args.data / "medic" / "medic_06Jul2012.txt", "medic"))[: args.limit_names or None]
-    config = {"model": args.model, "pooling": args.pooling, "device": "cpu", "backend": args.backend}
-    _, encoder_seconds = timed(lambda: Encoder(args.model, pooling=args.pooling, device="cpu", backend=args.backend))
+    config = {"model": args.model, "pooling": args.pooling, "device": args.device, "backend": args.backend}
+    _, encoder_seconds = timed(lambda: Encoder(args.model, pooling=args.pooling, device=args.device, backend=args.backend))
 
     nlp = spacy.blank("en")
     linker = nlp.add_pipe("sapbert_linker", config=config)
@@ -83,7 +85,7 @@ def run_variant(args) -> None:
 
     _, naive_seconds = timed(naive)
     report = {
-        "model": args.model, "backend": args.backend, "names": names, "mentions": mentions,
+        "model": args.model, "device": args.device, "backend": args.backend, "names": names, "mentions": mentions,
         "encoder_load_s": encoder_seconds, "build_s": build_seconds, "pipeline_load_s": load_seconds,
         "cold_s": cold, "warm_s": warm, "naive_s": naive_seconds,
     }
@@ -94,7 +96,7 @@ def run_variant(args) -> None:
         ncbi = args.data / "ncbi-disease"
         accuracy = run_benchmark(
             ncbi / "NCBIdevelopset_corpus.txt", vocabulary_specs([args.data / "medic" / "medic_06Jul2012.txt"], "auto", []),
-            model=args.model, pooling=args.pooling, device="cpu", backend=args.backend, train=[ncbi / "NCBItrainset_corpus.txt"],
+            model=args.model, pooling=args.pooling, device=args.device, backend=args.backend, train=[ncbi / "NCBItrainset_corpus.txt"],
             prep=Preprocessing(spell_check=read_spell_check(args.data / "medic" / "ncbi-spell-check.txt")),
             cache_dir=Path(tempfile.mkdtemp(prefix="bench-backends-")),
         )
@@ -146,19 +148,20 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--model", action="append", default=[], help="MODEL:POOLING (default all-MiniLM-L6-v2:mean)")
     parser.add_argument("--backends", nargs="*", default=["torch", "torch-bf16", "onnx", "onnx-int8"], help="none: only scispacy")
+    parser.add_argument("--devices", nargs="+", default=["cpu"], help="torch devices, each with every backend")
     parser.add_argument("--accuracy", action="store_true", help="also acc@1 on NCBI-disease dev (encodes MEDIC again)")
     parser.add_argument("--limit-names", type=int, default=0, help="only the first N MEDIC concepts (a quick check)")
     parser.add_argument("--limit-docs", type=int, default=0, help="only the first N NCBI-disease test documents")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--scispacy-python", help="Python of a virtual environment with scispacy: add its EntityLinker")
-    parser.add_argument("--child", nargs=3, metavar=("MODEL", "POOLING", "BACKEND"), help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs=4, metavar=("MODEL", "POOLING", "BACKEND", "DEVICE"), help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args()
     import torch
 
     args.threads = args.threads or torch.get_num_threads()
     if args.child:
-        args.model, args.pooling, args.backend = args.child
+        args.model, args.pooling, args.backend, args.device = args.child
         run_variant(args)
         return
 
@@ -166,29 +169,32 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for spec in args.model or ["all-MiniLM-L6-v2:mean"]:
             model, pooling = spec.rsplit(":", 1)
-            vectors = {}
-            for backend in args.backends:
+            first = None
+            for device, backend in [(d, b) for d in args.devices for b in args.backends]:
                 out = Path(tmp) / f"{len(rows)}.json"
-                command = [sys.executable, __file__, "--child", model, pooling, backend, "--out", str(out), "--data", str(args.data),
+                command = [sys.executable, __file__, "--child", model, pooling, backend, device, "--out", str(out), "--data", str(args.data),
                            "--limit-names", str(args.limit_names), "--limit-docs", str(args.limit_docs), "--threads", str(args.threads)]
                 subprocess.run(command + (["--accuracy"] if args.accuracy else []), check=True)
                 row = json.loads(out.read_text(encoding="utf8"))
-                vectors[backend] = numpy.load(out.with_suffix(".npy"))
-                if "torch" in vectors and backend != "torch":
-                    a, b = vectors[backend], vectors["torch"]
+                vectors = numpy.load(out.with_suffix(".npy"))
+                if first is None:
+                    first = vectors
+                else:
+                    a, b = vectors, first
                     cos = (a * b).sum(1) / numpy.linalg.norm(a, axis=1) / numpy.linalg.norm(b, axis=1)
                     row["cos_min"], row["cos_mean"] = float(cos.min()), float(cos.mean())
                 rows.append(row)
     scispacy = run_scispacy(args.scispacy_python, args.data, args.limit_names, args.limit_docs) if args.scispacy_python else None
 
+    gpu = f", GPU {torch.cuda.get_device_name()}" if torch.cuda.is_available() else ""
     print(f"machine: {platform.machine()} {platform.processor() or ''}, {args.threads} torch threads, native bfloat16 matmul: "
-          f"{torch.ops.mkldnn._is_mkldnn_bf16_supported()}; NCBI-disease test gold mentions; MEDIC names")
-    print("| model | backend | encoder load s | index build names/s | pipeline load s | nlp.pipe cold mentions/s | warm | naive loop | peak RSS MB | cosine to torch min / mean | acc@1 dev strict / biosyn |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          f"{torch.ops.mkldnn._is_mkldnn_bf16_supported()}{gpu}; NCBI-disease test gold mentions; MEDIC names")
+    print("| model | device | backend | encoder load s | index build names/s | pipeline load s | nlp.pipe cold mentions/s | warm | naive loop | peak RSS MB | cosine to the first min / mean | acc@1 dev strict / biosyn |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         cos = f"{r['cos_min']:.5f} / {r['cos_mean']:.6f}" if "cos_min" in r else "-"
         acc = f"{100 * r['acc1'].get('strict', float('nan')):.1f} / {100 * r['acc1'].get('biosyn', float('nan')):.1f}" if "acc1" in r else "-"
-        print(f"| {Path(r['model']).name} | {r['backend']} | {r['encoder_load_s']:.1f} | {r['names'] / r['build_s']:.0f} | "
+        print(f"| {Path(r['model']).name} | {r.get('device', 'cpu')} | {r['backend']} | {r['encoder_load_s']:.1f} | {r['names'] / r['build_s']:.0f} | "
               f"{r['pipeline_load_s']:.1f} | {r['mentions'] / r['cold_s']:.0f} | {r['mentions'] / r['warm_s']:.0f} | "
               f"{r['mentions'] / r['naive_s']:.0f} | {r['peak_rss_mb']:.0f} | {cos} | {acc} |")
 
