@@ -24,6 +24,14 @@ meaning ("multiple myeloma (MM)" gave "myeloma", "attenuated adenomatous polypos
 that spell the short form's letters and digits exactly, those words are the long form. Such a form
 always satisfies the paper's conditions too, so the rule only ever lengthens a long form.
 
+A compound short form also defines its parts, which texts go on to use alone: "hyperparathyroidism-jaw
+tumor syndrome (HPT-JT)" defines HPT and JT too ("primary HPT"), and "adrenoleukodystrophy/
+adrenomyeloneuropathy (ALD/AMN)" ALD and AMN. That holds only when the short form joins its parts with
+one kind of separator ("-" or "/"), the long form splits into as many parts at the same separator ("/"
+also at " or ", " and ", " plus "), and each short-form part is a short-form candidate whose long form is
+the whole matching long-form part. A part spelled the same in both ("AVP" in "AVP-neurophysin II
+(AVP-NPII)") defines nothing. If one part fails, no part is defined.
+
 ``find_abbreviations`` is a pure function on a string. ``AbbreviationDetector`` (factory
 "sapbert_abbreviations") runs it on ``doc.text`` and provides:
 
@@ -47,6 +55,7 @@ from spacy.tokens import Doc, Span
 __all__ = [
     "Abbreviation",
     "AbbreviationDetector",
+    "compound_parts",
     "expand_abbreviations",
     "find_abbreviations",
     "install_extensions",
@@ -198,7 +207,53 @@ def find_abbreviations(text: str) -> List[Abbreviation]:
             abbreviation = _short_form_before(text, open_at, inner_start, inner_end)
         if abbreviation is not None:
             found.append(abbreviation)
+            found.extend(compound_parts(abbreviation))
     return found
+
+
+# where a long form splits for each separator of a compound short form
+_LONG_FORM_SPLITS = {"-": re.compile(r"-"), "/": re.compile(r"\s*/\s*|\s+(?:or|and|plus)\s+")}
+
+
+def _parts(text: str, separator: re.Pattern) -> List[Tuple[int, int]]:
+    """(start, end) of the stripped pieces of `text` between the matches of `separator`."""
+    bounds, start = [], 0
+    for match in separator.finditer(text):
+        bounds.append(_strip_span(text, start, match.start()))
+        start = match.end()
+    bounds.append(_strip_span(text, start, len(text)))
+    return bounds
+
+
+def compound_parts(abbreviation: Abbreviation) -> List[Abbreviation]:
+    """The definitions of the parts of a compound short form (module docstring), with offsets into the
+    same text; [] when the short form is no compound or a part does not match its long-form part.
+
+    >>> [(a.short, a.long) for a in compound_parts(find_abbreviations("in adrenoleukodystrophy/adrenomyeloneuropathy (ALD/AMN)")[0])]
+    [('ALD', 'adrenoleukodystrophy'), ('AMN', 'adrenomyeloneuropathy')]
+    """
+    separators = set(re.findall(r"[-/]", abbreviation.short))
+    if len(separators) != 1:
+        return []
+    short_parts = _parts(abbreviation.short, re.compile(re.escape(separators.pop())))
+    long_parts = _parts(abbreviation.long, _LONG_FORM_SPLITS[abbreviation.short[short_parts[0][1]]])
+    if len(long_parts) != len(short_parts):
+        return []
+    parts = []
+    for (short_start, short_end), (long_start, long_end) in zip(short_parts, long_parts):
+        short, long = abbreviation.short[short_start:short_end], abbreviation.long[long_start:long_end]
+        if not is_short_form_candidate(short):
+            return []
+        if short.lower() == long.lower():
+            continue
+        bounds = _long_form(short, long)
+        if bounds is None or bounds[0] != 0:
+            return []
+        parts.append(Abbreviation(
+            short, long, abbreviation.short_start + short_start, abbreviation.short_start + short_end,
+            abbreviation.long_start + long_start, abbreviation.long_start + long_end,
+        ))
+    return parts
 
 
 def _strip_span(text: str, start: int, end: int) -> Tuple[int, int]:

@@ -225,6 +225,37 @@ def test_find_abbreviations_negative(text):
     assert find_abbreviations(text) == []
 
 
+@pytest.mark.parametrize(
+    "text, parts",
+    [
+        ("Hereditary hyperparathyroidism-jaw tumor syndrome (HPT-JT) is", [("HPT", "hyperparathyroidism"), ("JT", "jaw tumor syndrome")]),
+        ("in adrenoleukodystrophy/adrenomyeloneuropathy (ALD/AMN)", [("ALD", "adrenoleukodystrophy"), ("AMN", "adrenomyeloneuropathy")]),
+        ("Spinocerebellar ataxia type-3 or Machado-Joseph disease (SCA3/MJD)", [("SCA3", "Spinocerebellar ataxia type-3"), ("MJD", "Machado-Joseph disease")]),
+        ("with AVP-neurophysin II (AVP-NPII) gene", [("NPII", "neurophysin II")]),  # AVP is its own long form
+        ("tumour necrosis factor alpha (TNF-alpha) levels", []),  # the long form has no "-"
+        ("in X-linked adrenoleukodystrophy (X-ALD), a", []),  # X is no short form
+        ("dexamethasone-induced hypertension (dex-HT)", []),  # HT's long form is only part of "induced hypertension"
+        ("with AO-2, one with DTD, and one with an intermediate phenotype (AO2/DTD)", []),  # DTD matches nothing
+        ("in Dmpk deficient (Dmpk-/-) mice", []),
+    ],
+)
+def test_compound_short_forms_define_their_parts(text, parts):
+    found = find_abbreviations(text)
+    assert [(a.short, a.long) for a in found[1:]] == parts
+    for abbreviation in found:
+        assert text[abbreviation.short_start : abbreviation.short_end] == abbreviation.short
+        assert text[abbreviation.long_start : abbreviation.long_end] == abbreviation.long
+
+
+def test_a_part_of_a_compound_short_form_is_expanded_alone():
+    text = "Hereditary hyperparathyroidism-jaw tumor syndrome (HPT-JT) is rare. Primary HPT was seen in four."
+    assert expand_abbreviations(text, "primary HPT") == "primary hyperparathyroidism"
+    assert expand_abbreviations(text, "HPT-JT syndrome") == "hyperparathyroidism-jaw tumor syndrome syndrome"
+    # a part defined on its own, earlier, keeps that definition
+    earlier = "Hyperthyroidism (HPT) differs. " + text
+    assert expand_abbreviations(earlier, "HPT") == "Hyperthyroidism"
+
+
 def test_long_form_word_limit():
     # "CT": at most min(2 + 5, 2 * 2) = 4 words; the match needs a word starting with c within them
     assert find_abbreviations("copper in the liver of the toxicosis (CT)") == []
