@@ -235,8 +235,9 @@ def compound_parts(abbreviation: Abbreviation) -> List[Abbreviation]:
     separators = set(re.findall(r"[-/]", abbreviation.short))
     if len(separators) != 1:
         return []
-    short_parts = _parts(abbreviation.short, re.compile(re.escape(separators.pop())))
-    long_parts = _parts(abbreviation.long, _LONG_FORM_SPLITS[abbreviation.short[short_parts[0][1]]])
+    separator = separators.pop()
+    short_parts = _parts(abbreviation.short, re.compile(re.escape(separator)))
+    long_parts = _parts(abbreviation.long, _LONG_FORM_SPLITS[separator])
     if len(long_parts) != len(short_parts):
         return []
     parts = []

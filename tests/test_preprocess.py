@@ -237,6 +237,7 @@ def test_find_abbreviations_negative(text):
         ("dexamethasone-induced hypertension (dex-HT)", []),  # HT's long form is only part of "induced hypertension"
         ("with AO-2, one with DTD, and one with an intermediate phenotype (AO2/DTD)", []),  # DTD matches nothing
         ("in Dmpk deficient (Dmpk-/-) mice", []),
+        ("the alpha beta cell death (AB -CD) unit", []),  # a space beside the separator: no error
     ],
 )
 def test_compound_short_forms_define_their_parts(text, parts):
