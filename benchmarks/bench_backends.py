@@ -194,7 +194,7 @@ def main() -> None:
     for r in rows:
         cos = f"{r['cos_min']:.5f} / {r['cos_mean']:.6f}" if "cos_min" in r else "-"
         acc = f"{100 * r['acc1'].get('strict', float('nan')):.1f} / {100 * r['acc1'].get('biosyn', float('nan')):.1f}" if "acc1" in r else "-"
-        print(f"| {Path(r['model']).name} | {r.get('device', 'cpu')} | {r['backend']} | {r['encoder_load_s']:.1f} | {r['names'] / r['build_s']:.0f} | "
+        print(f"| {Path(r['model']).name} | {r['device']} | {r['backend']} | {r['encoder_load_s']:.1f} | {r['names'] / r['build_s']:.0f} | "
               f"{r['pipeline_load_s']:.1f} | {r['mentions'] / r['cold_s']:.0f} | {r['mentions'] / r['warm_s']:.0f} | "
               f"{r['mentions'] / r['naive_s']:.0f} | {r['peak_rss_mb']:.0f} | {cos} | {acc} |")
 
