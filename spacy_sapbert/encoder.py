@@ -127,12 +127,50 @@ def forward_pooled(model, batch, pooling: str) -> torch.Tensor:
     return pool(model(**batch).last_hidden_state.float(), batch["attention_mask"], pooling)
 
 
-def pooled_chunks(
-    model, tokenizer, texts: Sequence[str], *, max_length: int, pooling: str, device, chunk_size: int,
-    progress: Optional[str] = None,
-) -> Iterator[Tuple[List[int], torch.Tensor]]:
-    """(rows, pooled vectors) for each chunk of `texts` of similar word-piece counts; `progress` is a tqdm
-    label, or None.
+def _pad_values(tokenizer) -> Optional[dict]:
+    """The padding value of each tokenizer output key, or None where `pad_rows` must leave padding to the
+    tokenizer (no pad token)."""
+    if tokenizer.pad_token_id is None:
+        return None
+    return {
+        "input_ids": tokenizer.pad_token_id,
+        "attention_mask": 0,
+        "token_type_ids": tokenizer.pad_token_type_id,
+        "special_tokens_mask": 1,
+    }
+
+
+def pad_rows(tokenizer, encoded, rows: Sequence[int]):
+    """The rows `rows` of unpadded tokenizer output `encoded`, padded to their longest as a BatchEncoding of
+    torch tensors: what `tokenizer.pad` returns, filled with numpy instead of per-row Python, which took
+    13 of the 34 host milliseconds of a 512-name SAP step (BENCHMARKS.md, "The host half of a SAP step on a GPU").
+    Keys it does not know, and tokenizers without a pad token, go through `tokenizer.pad`."""
+    from transformers import BatchEncoding
+
+    values = _pad_values(tokenizer)
+    if values is None or any(key not in values for key in encoded.keys()):
+        return tokenizer.pad({key: [encoded[key][i] for i in rows] for key in encoded.keys()}, return_tensors="pt")
+    lengths = [len(encoded["input_ids"][i]) for i in rows]
+    width = max(lengths)
+    left = tokenizer.padding_side == "left"
+    tensors = {}
+    for key in encoded.keys():
+        column = encoded[key]
+        array = numpy.full((len(rows), width), values[key], dtype=numpy.int64)
+        for row, (i, length) in enumerate(zip(rows, lengths)):
+            if left:
+                array[row, width - length :] = column[i]
+            else:
+                array[row, :length] = column[i]
+        tensors[key] = torch.from_numpy(array)
+    return BatchEncoding(tensors)
+
+
+def padded_chunks(
+    tokenizer, texts: Sequence[str], *, max_length: int, chunk_size: int
+) -> Iterator[Tuple[List[int], "BatchEncoding"]]:
+    """(rows, padded CPU tensors) for each chunk of `texts` of similar word-piece counts: the host half of
+    encoding, which the trainer runs a micro-batch ahead on CUDA.
 
     The texts are tokenized once (truncated to `max_length`) and each chunk is padded from those pieces.
     Chunks are cut by word pieces, not characters: on the MEDIC names, 31% of the positions of
@@ -140,14 +178,34 @@ def pooled_chunks(
     if not texts:
         return  # a tokenizer refuses an empty list
     encoded = tokenizer(list(texts), truncation=True, max_length=max_length)
-    chunks = length_chunks([len(ids) for ids in encoded["input_ids"]], chunk_size)
+    for rows in length_chunks([len(ids) for ids in encoded["input_ids"]], chunk_size):
+        yield rows, pad_rows(tokenizer, encoded, rows)
+
+
+def pooled_chunks(
+    model, tokenizer, texts: Sequence[str], *, max_length: int, pooling: str, device, chunk_size: int,
+    progress: Optional[str] = None,
+) -> Iterator[Tuple[List[int], torch.Tensor]]:
+    """(rows, pooled vectors) for each chunk of `padded_chunks`; `progress` is a tqdm label, or None."""
+    chunks = padded_chunks(tokenizer, texts, max_length=max_length, chunk_size=chunk_size)
     if progress is not None:
         from tqdm import tqdm
 
-        chunks = tqdm(chunks, desc=progress, unit="batch", file=sys.stderr)
-    for rows in chunks:
-        batch = tokenizer.pad({key: [encoded[key][i] for i in rows] for key in encoded.keys()}, return_tensors="pt")
+        chunks = tqdm(chunks, desc=progress, unit="batch", total=-(-len(texts) // chunk_size), file=sys.stderr)
+    for rows, batch in chunks:
         yield rows, forward_pooled(model, batch.to(device), pooling)
+
+
+def embed_padded(model, chunks: Sequence[Tuple[List[int], "BatchEncoding"]], *, pooling: str, device) -> torch.Tensor:
+    """(rows, dim) pooled vectors of `padded_chunks` output that keep their autograd graph, in the order of
+    the texts the chunks were cut from."""
+    order, parts = [], []
+    for rows, batch in chunks:
+        order.extend(rows)
+        parts.append(forward_pooled(model, batch.to(device, non_blocking=True), pooling))
+    inverse = torch.empty(len(order), dtype=torch.long)
+    inverse[torch.tensor(order, dtype=torch.long)] = torch.arange(len(order))
+    return torch.cat(parts)[inverse.to(parts[0].device)]
 
 
 def embed_texts(
@@ -155,19 +213,12 @@ def embed_texts(
 ) -> torch.Tensor:
     """(len(texts), dim) pooled vectors that keep their autograd graph, rows in the order of `texts`.
 
-    For training: chunks of `chunk_size` sorted by word pieces (`pooled_chunks`), so a short name is not padded
+    For training: chunks of `chunk_size` sorted by word pieces (`padded_chunks`), so a short name is not padded
     to the longest name of a 512-name batch. With attention masking the vectors are those of one padded
     batch (up to float rounding) at about half the cost on CPU.
     """
-    order, parts = [], []
-    for rows, vectors in pooled_chunks(
-        model, tokenizer, texts, max_length=max_length, pooling=pooling, device=device, chunk_size=chunk_size
-    ):
-        order.extend(rows)
-        parts.append(vectors)
-    inverse = torch.empty(len(order), dtype=torch.long)
-    inverse[torch.tensor(order, dtype=torch.long)] = torch.arange(len(order))
-    return torch.cat(parts)[inverse.to(parts[0].device)]
+    chunks = padded_chunks(tokenizer, texts, max_length=max_length, chunk_size=chunk_size)
+    return embed_padded(model, list(chunks), pooling=pooling, device=device)
 
 
 def infer_vectors(

@@ -177,3 +177,40 @@ def test_a_trained_model_folder_declares_its_pooling_and_commands_use_it(tmp_pat
     assert _model_and_pooling(str(model), "cls", None) == (str(model), "cls")  # an explicit choice wins
     if offline_default_model():
         assert declared_pooling(offline_default_model()) == "mean"
+
+
+@pytest.mark.parametrize("side", ["right", "left"])
+@pytest.mark.parametrize("keys", [None, ["input_ids", "attention_mask"]])
+def test_pad_rows_equals_the_tokenizers_own_padding(tiny_bert, side, keys):
+    """pad_rows fills with numpy what tokenizer.pad fills row by row: the same tensors, whatever the
+    padding side and whether the tokenizer returns token_type_ids (BERT) or not (MPNet)."""
+    from spacy_sapbert.encoder import load_pretrained, pad_rows
+
+    tokenizer, _ = load_pretrained(tiny_bert)
+    tokenizer.padding_side = side
+    texts = ["chronic kidney disease of unknown cause", "a", "heart failure", "liver"]
+    encoded = tokenizer(texts, truncation=True, max_length=25, return_token_type_ids=keys is None)
+    assert ("token_type_ids" in encoded) == (keys is None)
+    rows = [3, 0, 1]
+    ours = pad_rows(tokenizer, encoded, rows)
+    theirs = tokenizer.pad({key: [encoded[key][i] for i in rows] for key in encoded.keys()}, return_tensors="pt")
+    assert sorted(ours.keys()) == sorted(theirs.keys())
+    for key in theirs.keys():
+        assert ours[key].dtype == theirs[key].dtype
+        torch.testing.assert_close(ours[key], theirs[key], rtol=0, atol=0)
+    # the longest row is not padded, the others are, on the chosen side
+    mask = ours["attention_mask"]
+    assert mask[1].all() and not mask[0].all()
+    assert (mask[0, -1] == 0) if side == "right" else (mask[0, 0] == 0)
+
+
+def test_pad_rows_leaves_unknown_keys_and_missing_pad_tokens_to_the_tokenizer(tiny_bert):
+    from spacy_sapbert.encoder import load_pretrained, pad_rows
+
+    tokenizer, _ = load_pretrained(tiny_bert)
+    encoded = tokenizer(["heart failure", "a"], return_special_tokens_mask=True, return_length=True)
+    padded = pad_rows(tokenizer, encoded, [0, 1])  # "length" is no row of pieces: tokenizer.pad handles it
+    assert padded["length"].tolist() == encoded["length"]
+    tokenizer.pad_token = None
+    with pytest.raises(ValueError, match="pad"):  # the tokenizer's own message, not an IndexError of ours
+        pad_rows(tokenizer, tokenizer(["heart failure", "a"]), [0, 1])
