@@ -409,6 +409,71 @@ def test_resumed_run_ends_with_the_same_weights(tmp_path, tiny_bert, toy_pairs, 
     assert [json.loads(x)["loss"] for x in full_log] == [json.loads(x)["loss"] for x in split_log]
 
 
+def test_prefetching_the_next_micro_batch_in_a_thread_trains_the_same_weights(tmp_path, tiny_bert, toy_pairs, one_thread, monkeypatch):
+    """On CUDA the next micro-batch is read and tokenized in a worker thread; forced on here, over epoch ends,
+    gradient accumulation, checkpoints and a resume, it must give the weights and losses of the plain loop."""
+    import threading
+
+    from spacy_sapbert.training import trainer
+    from spacy_sapbert.training.pairs import PairsFile
+
+    threads = set()
+    real_batch = PairsFile.batch
+
+    def recording_batch(self, indices):
+        threads.add(threading.current_thread().name.split("_")[0])
+        return real_batch(self, indices)
+
+    monkeypatch.setattr(PairsFile, "batch", recording_batch)
+
+    def config(name, max_steps):
+        return TrainConfig(
+            model=tiny_bert, output=str(tmp_path / name), pairs=str(toy_pairs), batch_size=3, grad_accum=2, lr=1e-3,
+            epochs=3, max_steps=max_steps, checkpoint_every=3, log_every=1, seed=5, device="cpu", progress=False,
+        )
+
+    plain = train(config("plain", 10))
+    assert threads == {"MainThread"}
+    monkeypatch.setattr(trainer, "prefetch_ahead", lambda device: True)
+    threads.clear()
+    ahead = train(config("ahead", 10))
+    assert threads == {"MainThread", "prefetch"}  # the first micro-batch in the caller, the others in the worker
+    train(config("split", 5))
+    resumed = train(config("split", 10), resume=True)
+    a = state_dict(plain)
+    for other in (state_dict(ahead), state_dict(resumed)):
+        assert all(torch.equal(a[k], other[k]) for k in a)
+    losses = {name: [json.loads(x)["loss"] for x in (tmp_path / name / "train_log.jsonl").read_text().splitlines()]
+              for name in ("plain", "ahead", "split")}
+    assert losses["plain"] == losses["ahead"] == losses["split"] and len(losses["plain"]) == 10
+
+
+def test_prefetcher_prepares_the_predicted_key_ahead_and_raises_its_errors_on_get():
+    import threading
+
+    from spacy_sapbert.training.prefetch import Prefetcher
+
+    seen = []
+
+    def prepare(key):
+        seen.append((key, threading.current_thread().name.startswith("prefetch")))
+        if key == "bad":
+            raise ValueError("broken line")
+        return key * 2
+
+    prefetch = Prefetcher(prepare, ahead=True)
+    assert prefetch.get(1, 2) == 2
+    assert prefetch.get(2, 3) == 4  # prepared in the worker
+    assert prefetch.get(7, "bad") == 14  # 3 was predicted but not asked for: 7 runs in the caller
+    with pytest.raises(ValueError, match="broken line"):
+        prefetch.get("bad", None)
+    prefetch.close()
+    assert seen == [(1, False), (2, True), (3, True), (7, False), ("bad", True)]
+    inline = Prefetcher(prepare, ahead=False)
+    assert inline.get(4, 5) == 8 and inline.get(5, 6) == 10
+    assert seen[-2:] == [(4, False), (5, False)]
+
+
 def test_encode_chunk_defaults_to_64_on_cpu_and_the_whole_micro_batch_on_cuda():
     from spacy_sapbert.training.trainer import resolve_encode_chunk
 

@@ -26,6 +26,9 @@ requested (warn only), and the order of the pairs in epoch e is ``torch.randperm
 from (seed, e). A checkpoint stores the RNG states and the position in the epoch's order, so on CPU a run
 stopped after any step and resumed ends with exactly the weights of an uninterrupted run.
 
+Host work: on CUDA the next micro-batch is read, tokenized and padded in a worker thread (``prefetch.py``)
+while the GPU runs the current one; the batches, and so the weights, are those of the plain loop.
+
 Steps and batches: ``batch_size`` pairs per process and micro-batch (2 x batch_size names, as in the
 reference); a step is ``grad_accum`` micro-batches followed by one optimizer update; ``max_steps`` and
 ``checkpoint_every`` count steps. The last incomplete micro-batch of an epoch is kept.
@@ -53,7 +56,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
-from ..encoder import POOLINGS, embed_texts, resolve_device
+from ..encoder import POOLINGS, embed_padded, padded_chunks, resolve_device
 from ..errors import SapbertError
 from ..extras import require
 from .checkpoints import CPU_BF16_HELP, find_checkpoint, plot_loss, require_at_least_one
@@ -61,6 +64,7 @@ from .loop import Distributed, TrainingRun, TrainingWarning, distributed
 from .options import setting
 from .losses import LOSSES, MINER_DISTANCES, make_loss, make_miner, sap_loss
 from .pairs import PairsFile, read_pairs
+from .prefetch import Prefetcher
 
 __all__ = ["TrainConfig", "TrainingWarning", "epoch_order", "find_checkpoint", "plot_loss", "resolve_encode_chunk", "train"]
 
@@ -195,17 +199,32 @@ def resolve_encode_chunk(encode_chunk: int, batch_size: int, device: torch.devic
     return 2 * batch_size if device.type == "cuda" else CPU_ENCODE_CHUNK
 
 
-def _embed(model, tokenizer, batch: Sequence[Tuple[str, str, str]], config: TrainConfig, device):
-    """(2B, dim) embeddings of both names of B pairs (all first names, then all second names), their labels,
-    and the concept id of each label."""
+@dataclass
+class MicroBatch:
+    """One micro-batch ready for the GPU: both names of its pairs tokenized and padded in length-sorted
+    chunks (all first names, then all second names), the label of each name, the concept id of each label."""
+
+    pairs: int
+    chunks: List[Tuple[List[int], Any]]
+    labels: torch.Tensor
+    concept_ids: List[str]
+
+
+def prepare_micro_batch(batch: Sequence[Tuple[str, str, str]], tokenizer, config: TrainConfig, pin: bool) -> MicroBatch:
+    """The host half of a step (`pin`: page-locked tensors, which copy to the GPU asynchronously)."""
     ids: Dict[str, int] = {}
     labels = [ids.setdefault(concept_id, len(ids)) for concept_id, _, _ in batch]
     texts = [a for _, a, _ in batch] + [b for _, _, b in batch]
-    embeddings = embed_texts(
-        model, tokenizer, texts, max_length=config.max_length, pooling=config.pooling, device=device,
-        chunk_size=config.encode_chunk,
-    )
-    return embeddings, torch.tensor(labels + labels, device=device), list(ids)
+    chunks = list(padded_chunks(tokenizer, texts, max_length=config.max_length, chunk_size=config.encode_chunk))
+    if pin:
+        chunks = [(rows, type(padded)({key: value.pin_memory() for key, value in padded.items()})) for rows, padded in chunks]
+    return MicroBatch(len(batch), chunks, torch.tensor(labels + labels), list(ids))
+
+
+def prefetch_ahead(device: torch.device) -> bool:
+    """Whether the next micro-batch is prepared in a worker thread: on CUDA, where the host bounds the step.
+    On CPU the worker would take a core from the forward pass for a few percent of a step."""
+    return device.type == "cuda"
 
 
 def _load_kge(config: TrainConfig, main: bool):
@@ -274,6 +293,7 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: Distrib
     # the run records the chunk it used, so that a resume on the same device compares like with like
     config = dataclasses.replace(config, encode_chunk=resolve_encode_chunk(config.encode_chunk, config.batch_size, device))
     pairs = PairsFile(config.pairs)  # validates every line first: errors name file and line
+    prefetch: Optional[Prefetcher] = None
     try:
         run = TrainingRun.start(
             config, config_file=CONFIG_FILE, resume=resume, device=device, ctx=ctx, warmup_steps=config.warmup_steps
@@ -310,30 +330,41 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: Distrib
         last_checkpoint = global_step if run.checkpoint is not None else -1
         bar = tqdm(total=total_steps, initial=global_step, desc="sap training", unit="step",
                    disable=not (config.progress and ctx.main), file=sys.stderr, dynamic_ncols=True)
-        order: Optional[torch.Tensor] = None
-        order_epoch = -1
+        orders: Dict[int, torch.Tensor] = {}
+
+        def prepare(key: Tuple[int, int]) -> MicroBatch:  # (epoch, micro-batch index); runs in the worker on CUDA
+            at_epoch, index = key
+            if at_epoch not in orders:
+                orders.clear()
+                orders[at_epoch] = epoch_order(len(pairs), ctx.world_size, config.seed, at_epoch)
+            batch = pairs.batch(micro_batch(orders[at_epoch], index, config.batch_size, ctx.rank, ctx.world_size))
+            return prepare_micro_batch(batch, run.tokenizer, config, pin=device.type == "cuda")
+
+        prefetch = Prefetcher(prepare, ahead=prefetch_ahead(device))
         while global_step < total_steps:
             if step_in_epoch >= steps_per_epoch:
                 epoch, step_in_epoch = epoch + 1, 0
                 continue
-            if order_epoch != epoch:
-                order, order_epoch = epoch_order(len(pairs), ctx.world_size, config.seed, epoch), epoch
             first = step_in_epoch * config.grad_accum
             micro = list(range(first, min(first + config.grad_accum, batches_per_epoch)))
             step_loss = 0.0
             for position, index in enumerate(micro):
-                batch = pairs.batch(micro_batch(order, index, config.batch_size, ctx.rank, ctx.world_size))
+                following = (epoch, index + 1) if index + 1 < batches_per_epoch else (epoch + 1, 0)
+                inputs = prefetch.get((epoch, index), following)
+                labels = inputs.labels.to(device)
                 last = position == len(micro) - 1
                 sync = run.net.no_sync() if ctx.world_size > 1 and not last else contextlib.nullcontext()
                 with sync:
                     with run.autocast():
-                        embeddings, labels, concept_ids = _embed(run.net, run.tokenizer, batch, config, device)
-                    kge_similarity = kge.similarity(concept_ids)[labels.cpu()][:, labels.cpu()] if kge is not None else None
+                        embeddings = embed_padded(run.net, inputs.chunks, pooling=config.pooling, device=device)
+                    kge_similarity = (
+                        kge.similarity(inputs.concept_ids)[inputs.labels][:, inputs.labels] if kge is not None else None
+                    )
                     loss = sap_loss(embeddings, labels, miner, loss_fn, kge_similarity) / len(micro)
                     run.backward(loss)
                 step_loss += float(loss.detach())
-                run_pairs += len(batch) * ctx.world_size
-                window_pairs += len(batch) * ctx.world_size
+                run_pairs += inputs.pairs * ctx.world_size
+                window_pairs += inputs.pairs * ctx.world_size
             run.update()
             global_step += 1
             step_in_epoch += 1
@@ -354,11 +385,15 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: Distrib
                 })
                 window_loss, window_count, window_pairs, window_start = 0.0, 0, 0, now
             if global_step % config.checkpoint_every == 0 or global_step == total_steps:
+                prefetch.wait()  # the checkpoint saves the tokenizer, which the worker may be using
                 save_checkpoint()
                 last_checkpoint = global_step
         bar.close()
+        prefetch.close()
         if last_checkpoint != global_step:
             save_checkpoint()
         return run.finish(title="self-alignment pretraining", ylabel="multi-similarity loss")
     finally:
+        if prefetch is not None:  # before the pairs file closes under the worker
+            prefetch.close()
         pairs.close()
