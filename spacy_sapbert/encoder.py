@@ -142,9 +142,10 @@ def _pad_values(tokenizer) -> Optional[dict]:
 
 def pad_rows(tokenizer, encoded, rows: Sequence[int]):
     """The rows `rows` of unpadded tokenizer output `encoded`, padded to their longest as a BatchEncoding of
-    torch tensors: what `tokenizer.pad` returns, filled with numpy instead of per-row Python, which took
-    13 of the 34 host milliseconds of a 512-name SAP step (BENCHMARKS.md, "The host half of a SAP step on a GPU").
-    Keys it does not know, and tokenizers without a pad token, go through `tokenizer.pad`."""
+    torch tensors: what `tokenizer.pad` returns, filled with numpy instead of per-row Python, which took 12.7
+    of the 35 host milliseconds of a 512-name SAP step on the development machine (BENCHMARKS.md, "The host
+    half of a SAP step on a GPU"). Keys it does not know, and tokenizers without a pad token, go through
+    `tokenizer.pad`."""
     from transformers import BatchEncoding
 
     values = _pad_values(tokenizer)
