@@ -336,10 +336,16 @@ class ConceptIndex:
         """The concept with this primary or alternative id, or None."""
         return self.concepts.get(concept_id)
 
-    def add_names(self, names_by_id: Iterable[Tuple[str, str]], encode) -> int:
+    def add_names(self, names_by_id: Iterable[Tuple[str, str]], encode, *, new_concepts: bool = False) -> int:
         """Add extra names to existing concepts (e.g. training mentions); returns how many pairs were new.
 
-        The index is then held in memory: its memory-mapped vectors and tables are read in."""
+        A pair whose id is not in the index is left out, or with `new_concepts` makes a new concept of that id,
+        named by its first name (as the BioSyn protocol's dictionary takes a training mention of a concept
+        the vocabulary lacks). The index is then held in memory: its memory-mapped vectors and tables are
+        read in."""
+        names_by_id = list(names_by_id)
+        if new_concepts:
+            self._add_concepts(names_by_id)
         name_rows = {name: row for row, name in enumerate(self.names)}
         pair_names, pair_concepts = self.links.pairs()
         existing = set(zip(pair_names.tolist(), pair_concepts.tolist()))
@@ -374,6 +380,16 @@ class ConceptIndex:
                 numpy.concatenate([pair_names, added[:, 0]]), numpy.concatenate([pair_concepts, added[:, 1]]), len(self.names)
             )
         return len(new_pairs)
+
+    def _add_concepts(self, names_by_id: Sequence[Tuple[str, str]]) -> None:
+        """Append a concept (id, first name) for each id of `names_by_id` the index lacks and that has a name."""
+        new: Dict[str, Concept] = {}
+        for concept_id, name in names_by_id:
+            if concept_id not in new and self.normalizer(name) and self.concepts.row(concept_id) is None:
+                new[concept_id] = Concept(concept_id, name)
+        if new:
+            self.concepts = ConceptTable.from_concepts([*self.concepts, *new.values()])
+            self._masks.clear()
 
     def search(self, queries: numpy.ndarray, k: int, allowed: Optional[numpy.ndarray] = None) -> List[List[Candidate]]:
         """For each query vector, up to `k` (concept id, score) pairs, best first, each concept once.

@@ -112,11 +112,41 @@ def test_missing_gold_ids_are_counted_not_fatal():
 
 def test_training_mentions_become_extra_names_of_their_concepts():
     kb = KnowledgeBase(vocabulary())
-    train = [EvalMention("m", "OMIM:2", ["liver tumour"]), EvalMention("n", "D4|D5", ["a", "b"])]
+    train = [EvalMention("m", "OMIM:2", ["liver tumour"]), EvalMention("n", "D4|D5", ["a", "b"]),
+             EvalMention("o", "D404", ["cardiotoxicity"]), EvalMention("p", "D404", ["cardiac toxicity"])]
     extra = training_names(train, kb)
-    assert extra == [("D2", "liver tumour")]
+    assert extra == [("D2", "liver tumour")]  # an id the vocabulary lacks is left out (DHNS mining, the memory)
     extended = with_extra_names(vocabulary(), extra)
     assert "liver tumour" in extended[1].names and vocabulary()[1].names == ["Liver cancer", "hepatoma"]
+    assert len(extended) == len(vocabulary())
+    # the biosyn dictionary, as BioSyn builds it, keeps them under their gold id: a new concept of their names
+    with_new = training_names(train, kb, new_concepts=True)
+    assert with_new == [("D2", "liver tumour"), ("D404", "cardiotoxicity"), ("D404", "cardiac toxicity")]
+    extended = with_extra_names(vocabulary(), with_new)
+    assert len(extended) == len(vocabulary()) + 1
+    assert extended[-1].id == "D404" and extended[-1].names == ["cardiotoxicity", "cardiac toxicity"]
+    assert with_extra_names(vocabulary(), [("OMIM:2", "x")]) == vocabulary()  # an alternative id is no new concept
+
+
+def test_biosyn_protocol_links_to_gold_ids_only_training_mentions_have(tmp_path, tiny_bert):
+    """A dev mention whose gold id the vocabulary lacks can only be found under biosyn, through a training
+    mention of that id; strict counts it as a miss, and the report says how many concepts biosyn added."""
+    from spacy_sapbert import evaluation
+
+    train = "1|t|Cardiotoxicity and hepatoma.\n1\t0\t14\tCardiotoxicity\tDisease\tD404\n1\t19\t27\thepatoma\tDisease\tD2\n\n"
+    dev = "2|t|Cardiotoxicity, liver cancer.\n2\t0\t14\tCardiotoxicity\tDisease\tD404\n2\t16\t28\tliver cancer\tDisease\tD2\n\n"
+    (tmp_path / "train.txt").write_text(train, encoding="utf8")
+    (tmp_path / "dev.txt").write_text(dev, encoding="utf8")
+    (tmp_path / "vocab.txt").write_text("D1||Heart failure\nD2||Liver cancer\n", encoding="utf8")
+    report = evaluation.run_benchmark(
+        tmp_path / "dev.txt", [(tmp_path / "vocab.txt", "auto", {})], model=tiny_bert, train=[tmp_path / "train.txt"],
+        cache_dir=tmp_path / "cache",
+    )
+    assert report["n_missing_gold"] == 1 and report["n_new_concepts_biosyn"] == 1
+    [row] = report["results"].values()
+    assert row["strict"]["acc@1"] == 0.5  # liver cancer only
+    assert row["biosyn"]["acc@1"] == 1.0  # cardiotoxicity is a training name of D404
+    assert "the biosyn dictionary adds 1 concepts of training mentions" in evaluation.markdown_table(report)
 
 
 def test_tfidf_ranks_a_misspelling_near_its_concept():

@@ -100,6 +100,26 @@ def test_add_names_makes_new_strings_findable():
     assert hits[0][0] == "C" and hits[0][1] == pytest.approx(1.0, abs=1e-5)
 
 
+def test_add_names_with_new_concepts_adds_the_ids_the_index_lacks(tmp_path):
+    """The biosyn protocol's dictionary takes a training mention of an id the vocabulary lacks as a new concept."""
+    index = ConceptIndex.build(concepts(), hash_encode)
+    before = len(index)
+    pairs = [("D066126", "cardiotoxicity"), ("D066126", "cardiac toxicity"), ("C-alt", "renal impairment"), ("E9", "   ")]
+    assert index.add_names(pairs, hash_encode) == 1  # without new_concepts an unknown id is left out, as before
+    assert index.concept("D066126") is None
+    assert index.add_names(pairs, hash_encode, new_concepts=True) == 2
+    assert len(index) == before + 1 and index.concept("E9") is None  # a blank name makes no concept
+    assert index.concept("D066126").name == "cardiotoxicity"
+    assert index.concept("C-alt").id == "C"  # the old rows keep their ids and alternative ids
+    for text in ("cardiotoxicity", "cardiac toxicity"):
+        [hits] = index.search(hash_encode([text]), k=1)
+        assert hits[0][0] == "D066126" and hits[0][1] == pytest.approx(1.0, abs=1e-5)
+    [hits] = index.search(hash_encode(["renal impairment"]), k=1)
+    assert hits[0][0] == "C"
+    index.to_disk(tmp_path / "index")
+    assert ConceptIndex.from_disk(tmp_path / "index").search(hash_encode(["cardiotoxicity"]), k=1)[0][0][0] == "D066126"
+
+
 def test_added_names_break_exact_ties_after_the_vocabulary_and_in_the_order_added(tmp_path):
     """A name shared by concepts scores them equally; their order is the vocabulary's, then the order the
     names were added, and saving keeps it (sorting each name's concepts by row would put C before A)."""

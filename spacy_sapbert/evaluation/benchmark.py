@@ -125,7 +125,9 @@ def run_benchmark(
     for path in train:
         train_mentions, _, _ = read_corpus(path, detect_corpus_format(path), prep, labels)
         # training mentions become names as they are searched: query-normalized (spelling corrected)
-        extra += [(concept_id, normalizer.query(text)) for concept_id, text in training_names(train_mentions, kb)]
+        extra += [
+            (concept_id, normalizer.query(text)) for concept_id, text in training_names(train_mentions, kb, new_concepts=True)
+        ]
     n_missing, absent = missing_gold(mentions, kb)
     if reachable_only:
         mentions = [m for m in mentions if any(i in kb for i in m.gold_set)]
@@ -223,6 +225,7 @@ def run_benchmark(
         "reranker": reranker,
         "absent_gold_ids": absent,
         "n_extra_names_biosyn": len(extra),
+        "n_new_concepts_biosyn": len({concept_id for concept_id, _ in extra if concept_id not in kb}),
         "train": [str(p) for p in train],
         "preprocessing": {
             "lowercase": prep.lowercase,

@@ -20,27 +20,37 @@ def normalized_concepts(concepts: Iterable[Concept], normalizer: Normalizer) -> 
     return out
 
 
-def training_names(mentions: Iterable[EvalMention], kb: KnowledgeBase) -> List[Tuple[str, str]]:
-    """(concept id, mention text) for every single-concept training mention, the biosyn protocol's extra names."""
+def training_names(mentions: Iterable[EvalMention], kb: KnowledgeBase, new_concepts: bool = False) -> List[Tuple[str, str]]:
+    """(concept id, mention text) for every single-concept training mention, the biosyn protocol's extra names.
+
+    A mention whose gold id is not in `kb` is left out, or with `new_concepts` kept under its gold id: BioSyn's
+    dictionary takes every training mention as a name of its gold id, also of an id the vocabulary lacks
+    (BC5CDR annotates "cardiotoxicity" as D066126, a MeSH heading of 2014 that MEDIC of 2012 does not hold)."""
     out = []
     for mention in mentions:
         ids = mention.gold_set
         if len(ids) == 1 and len(mention.queries) == 1:
-            concept = kb.get(next(iter(ids)))
+            gold = next(iter(ids))
+            concept = kb.get(gold)
             if concept is not None:
                 out.append((concept.id, mention.queries[0]))
+            elif new_concepts:
+                out.append((gold, mention.queries[0]))
     return out
 
 
 def with_extra_names(concepts: Sequence[Concept], extra: Iterable[Tuple[str, str]]) -> List[Concept]:
-    """Copies of `concepts` with the extra (id, name) pairs appended as synonyms."""
+    """Copies of `concepts` with the extra (id, name) pairs appended as synonyms; an id that no concept has
+    (primary or alternative) becomes a new concept of its names."""
     added: Dict[str, List[str]] = {}
     for concept_id, name in extra:
         added.setdefault(concept_id, []).append(name)
+    known = {i for c in concepts for i in c.all_ids}
+    new = [Concept(concept_id, names[0], names[1:]) for concept_id, names in added.items() if concept_id not in known]
     return [
         Concept(c.id, c.name, c.synonyms + added[c.id], c.types, c.xrefs, c.alt_ids) if c.id in added else c
         for c in concepts
-    ]
+    ] + new
 
 
 def missing_gold(mentions: Iterable[EvalMention], kb: KnowledgeBase) -> Tuple[int, List[str]]:

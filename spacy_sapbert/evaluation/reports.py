@@ -13,7 +13,9 @@ def markdown_table(report: Mapping) -> str:
     lines = [
         f"{report.get('title', 'evaluation')}: {report['n_mentions']} mentions"
         f" ({report['n_missing_gold']} with no gold id in the vocabulary{' left out' if report.get('reachable_only') else ''}, "
-        f"{report['n_cuiless']} without concept left out)",
+        f"{report['n_cuiless']} without concept left out"
+        + (f"; the biosyn dictionary adds {report['n_new_concepts_biosyn']} concepts of training mentions that the "
+           "vocabulary lacks" if report.get("n_new_concepts_biosyn") else "") + ")",
         "",
         "| system | protocol | acc@1 | acc@5 | acc@10 | MRR |",
         "|---|---|---|---|---|---|",

@@ -134,6 +134,7 @@ class LinkerRetriever:
         return [hits[:k] for hits in self.linker.search_texts(texts)]
 
     def add_names(self, extra: Iterable[Tuple[str, str]]) -> None:
-        """The biosyn protocol's extra names, added to the index (only the new names are encoded)."""
+        """The biosyn protocol's extra names, added to the index (only the new names are encoded); an id the
+        index lacks becomes a new concept."""
         encoder = self.linker.encoder
-        self.linker.index.add_names(extra, lambda names: encoder.encode(names, progress=True))
+        self.linker.index.add_names(extra, lambda names: encoder.encode(names, progress=True), new_concepts=True)
