@@ -31,7 +31,7 @@ from .context import MIN_WINDOW
 from .kb_view import KnowledgeBaseView
 from .memory import MemorySettings, MentionMemory
 from .normalizer import Normalizer
-from .preprocess import gold_ids
+from .preprocess import gold_ids, is_cuiless
 from .readers.dictionary import read_spell_check
 from .reranker import Reranker, check_trained_on, rerank_hits
 from .scoring import score_sapbert_links
@@ -589,17 +589,33 @@ class SapbertLinker(Pipe):
 
         Ids are resolved to the concept index's primary ids (a "MESH:" prefix is dropped). Mentions
         of several ids ("A|B", "A+B"), without concept ("-1") or whose id is not in the index are left
-        out. Returns how many entries were new; the concept index is not touched.
+        out; those of ids not in the index with a CorpusWarning that names them. Returns how many entries
+        were new; the concept index is not touched.
         """
         index = self._require_index()
         encoder = self._require_encoder()
         entries = []
+        unknown: Dict[str, int] = {}
         for text, gold in mentions:
             ids = gold_ids(gold)
             concept = index.concept(next(iter(ids))) if len(ids) == 1 else None
             key = self.normalizer.query(text)
             if concept is not None and key:
                 entries.append((key, concept.id))
+            elif len(ids) == 1 and concept is None and not is_cuiless(gold):
+                unknown[next(iter(ids))] = unknown.get(next(iter(ids)), 0) + 1
+        if unknown:
+            import warnings
+
+            from .readers.corpora import CorpusWarning
+
+            named = ", ".join(f"{concept_id} ({count})" for concept_id, count in sorted(unknown.items(), key=lambda x: -x[1])[:5])
+            warnings.warn(
+                f"{sum(unknown.values())} annotated mention(s) left out of the memory: their concept id is not in the "
+                f"index ({len(unknown)} id(s): {named}{', ...' if len(unknown) > 5 else ''})",
+                CorpusWarning,
+                stacklevel=2,
+            )
         if self.memory is None:
             self.memory = MentionMemory(encoder.dim, settings=self.vector_settings())
         else:

@@ -1,5 +1,6 @@
 """Mention memory (kNN-BioEL): the score mixture, the memory itself, and the linker that consults it."""
 import math
+import warnings
 
 import numpy
 import pytest
@@ -8,6 +9,7 @@ from spacy.tokens import Span
 
 from spacy_sapbert.errors import IndexFormatError, SapbertError
 from spacy_sapbert.memory import MIXTURES, MemorySettings, MentionMemory, mix_scores, softmax
+from spacy_sapbert.readers.corpora import CorpusWarning
 
 
 def test_softmax_is_stable_and_sharpened_by_a_low_temperature():
@@ -209,9 +211,14 @@ def test_add_to_memory_from_annotated_docs(linker_nlp):
         Span(doc, 12, 13, label="DISEASE", kb_id="D001|D003"),  # composite: no synonym of either
         Span(doc, 13, 14, label="DISEASE", kb_id="-1"),  # no concept
     ]
-    assert linker.add_to_memory([doc]) == 2
+    with pytest.warns(CorpusWarning, match=r"1 annotated mention\(s\) left out of the memory.*NOT-IN-KB \(1\)"):
+        assert linker.add_to_memory([doc]) == 2
     assert linker.memory.texts == ["acute renal insufficiency", "bad heart"] and linker.memory.ids == ["OMIM:100", "D001"]
-    assert linker.add_to_memory([doc]) == 0
+    with pytest.warns(CorpusWarning):
+        assert linker.add_to_memory([doc]) == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # composites, "-1" and mentions without an id are left out quietly
+        assert linker.add_mentions([("a", "D001|D003"), ("b", "-1"), ("heart failure", "D001")]) == 1
 
 
 def same_candidates(got, expected):
