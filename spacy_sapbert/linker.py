@@ -8,6 +8,7 @@ import os
 import shutil
 import tempfile
 import weakref
+from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -595,7 +596,7 @@ class SapbertLinker(Pipe):
         index = self._require_index()
         encoder = self._require_encoder()
         entries = []
-        unknown: Dict[str, int] = {}
+        unknown: Counter = Counter()
         for text, gold in mentions:
             ids = gold_ids(gold)
             concept = index.concept(next(iter(ids))) if len(ids) == 1 else None
@@ -603,13 +604,13 @@ class SapbertLinker(Pipe):
             if concept is not None and key:
                 entries.append((key, concept.id))
             elif len(ids) == 1 and concept is None and not is_cuiless(gold):
-                unknown[next(iter(ids))] = unknown.get(next(iter(ids)), 0) + 1
+                unknown[next(iter(ids))] += 1
         if unknown:
             import warnings
 
             from .readers.corpora import CorpusWarning
 
-            named = ", ".join(f"{concept_id} ({count})" for concept_id, count in sorted(unknown.items(), key=lambda x: -x[1])[:5])
+            named = ", ".join(f"{concept_id} ({count})" for concept_id, count in unknown.most_common(5))
             warnings.warn(
                 f"{sum(unknown.values())} annotated mention(s) left out of the memory: their concept id is not in the "
                 f"index ({len(unknown)} id(s): {named}{', ...' if len(unknown) > 5 else ''})",
