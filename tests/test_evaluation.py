@@ -16,6 +16,7 @@ from spacy_sapbert.evaluation import (
     TfidfRetriever,
     evaluate_end_to_end,
     gold_rank,
+    markdown_table,
     mention_rank,
     mentions_from_documents,
     metrics_from_ranks,
@@ -44,6 +45,27 @@ def test_metrics_from_known_ranks():
     m = metrics_from_ranks([1, 2, None, 6], ks=(1, 5, 10))
     assert m["acc@1"] == 0.25 and m["acc@5"] == 0.5 and m["acc@10"] == 0.75
     assert m["mrr"] == pytest.approx((1 + 0.5 + 1 / 6) / 4)
+
+
+def test_a_shared_top_name_counts_for_each_of_its_concepts_only_in_acc_at_1_shared():
+    """Concepts tie exactly when they share their best name; BioSyn's check_label scores that name as a hit for
+    each of them. acc@1 keeps one concept per rank (what the component returns); shared_acc@1 does not."""
+    kb = KnowledgeBase(vocabulary())
+    tied = [("D1", 0.9), ("D3", 0.9), ("D2", 0.8), ("D4", 0.8)]
+    assert gold_rank(tied, {"D3"}, kb) == 2 and gold_rank(tied, {"D3"}, kb, shared=True) == 1
+    assert gold_rank(tied, {"D4"}, kb) == 4 and gold_rank(tied, {"D4"}, kb, shared=True) == 3
+    assert gold_rank(tied, {"D5"}, kb, shared=True) is None
+
+    class Fixed:
+        def rank(self, texts, k):
+            return [{"dm": tied, "ckd": [("D1", 0.9), ("D3", 0.5)]}[t] for t in texts]
+
+    mentions = [EvalMention("DM", "D3", ["dm"]), EvalMention("CKD", "D3", ["ckd"]), EvalMention("x", "D3|D4", ["dm", "dm"])]
+    metrics, ranks = score_retriever(Fixed(), mentions, kb)
+    assert ranks == [2, 2, 2] and metrics["acc@1"] == 0.0
+    assert metrics["shared_acc@1"] == pytest.approx(2 / 3)  # the composite's parts both tie at the top
+    report = {"n_mentions": 3, "n_missing_gold": 0, "n_cuiless": 0, "results": {"fixed": {"biosyn": metrics}}}
+    assert "| fixed | biosyn | 0.0 | " in markdown_table(report) and markdown_table(report).endswith("| 66.7 |")
 
 
 def test_gold_rank_counts_alternative_and_combined_ids():

@@ -10,13 +10,17 @@ from .queries import EvalMention
 KS = tuple(range(1, 11))
 
 
-def gold_rank(candidates: Sequence[Candidate], gold: set, kb: KnowledgeBase) -> Optional[int]:
-    """1-based rank of the first candidate sharing an id (primary or alternative) with `gold`, else None."""
-    for rank, (cid, _) in enumerate(candidates, 1):
+def gold_rank(candidates: Sequence[Candidate], gold: set, kb: KnowledgeBase, shared: bool = False) -> Optional[int]:
+    """1-based rank of the first candidate sharing an id (primary or alternative) with `gold`, else None.
+
+    `shared`: candidates that tie exactly share the best of their ranks (1 + the candidates scored strictly
+    higher). Concepts tie exactly when their best name is the same name, and BioSyn's `check_label` counts
+    such a name, one dictionary entry of several cuis, as a hit for each of them."""
+    for rank, (cid, score) in enumerate(candidates, 1):
         concept = kb.get(cid)
         ids = concept.all_ids if concept is not None else [cid]
         if gold.intersection(ids):
-            return rank
+            return 1 + sum(1 for _, other in candidates[: rank - 1] if other > score) if shared else rank
     return None
 
 
@@ -64,10 +68,15 @@ def score_retriever(
     retriever, mentions: Sequence[EvalMention], kb: KnowledgeBase, k: int = max(KS), misses: Optional[list] = None
 ) -> Tuple[Dict[str, float], List[Optional[int]]]:
     """Metrics and per-mention ranks; every distinct query string is searched once. With `misses` (a list),
-    a `miss_record` is appended for every mention whose gold is not ranked first."""
+    a `miss_record` is appended for every mention whose gold is not ranked first. `shared_acc@1` counts a
+    gold that ties exactly with the first candidate as a hit (`gold_rank(shared=True)`), as BioSyn's
+    evaluation counts a name shared by several concepts; the other metrics rank one concept per place."""
     distinct = sorted({q for m in mentions for q in m.queries})
     ranked = dict(zip(distinct, retriever.rank(distinct, k))) if distinct else {}
     ranks = [mention_rank([gold_rank(ranked[q], m.gold_set, kb) for q in m.queries]) for m in mentions]
+    shared = [mention_rank([gold_rank(ranked[q], m.gold_set, kb, shared=True) for q in m.queries]) for m in mentions]
     if misses is not None:
         misses += [miss_record(m, r, ranked, kb) for m, r in zip(mentions, ranks) if r != 1]
-    return metrics_from_ranks(ranks), ranks
+    metrics = metrics_from_ranks(ranks)
+    metrics["shared_acc@1"] = metrics_from_ranks(shared, ks=(1,))["acc@1"]
+    return metrics, ranks

@@ -17,14 +17,15 @@ def markdown_table(report: Mapping) -> str:
         + (f"; the biosyn dictionary adds {report['n_new_concepts_biosyn']} concepts of training mentions that the "
            "vocabulary lacks" if report.get("n_new_concepts_biosyn") else "") + ")",
         "",
-        "| system | protocol | acc@1 | acc@5 | acc@10 | MRR |",
-        "|---|---|---|---|---|---|",
+        "| system | protocol | acc@1 | acc@5 | acc@10 | MRR | acc@1, a shared name a hit for each of its concepts |",
+        "|---|---|---|---|---|---|---|",
     ]
     for system, by_protocol in report["results"].items():
         for protocol, m in by_protocol.items():
+            shared = f"{100 * m['shared_acc@1']:.1f}" if "shared_acc@1" in m else "-"  # reports written before it
             lines.append(
                 f"| {system} | {protocol} | {100 * m['acc@1']:.1f} | {100 * m['acc@5']:.1f} | "
-                f"{100 * m['acc@10']:.1f} | {m['mrr']:.3f} |"
+                f"{100 * m['acc@10']:.1f} | {m['mrr']:.3f} | {shared} |"
             )
     return "\n".join(lines)
 
