@@ -599,12 +599,13 @@ class SapbertLinker(Pipe):
         unknown: Counter = Counter()
         for text, gold in mentions:
             ids = gold_ids(gold)
-            concept = index.concept(next(iter(ids))) if len(ids) == 1 else None
+            single = next(iter(ids)) if len(ids) == 1 else None
+            concept = index.concept(single) if single is not None else None
             key = self.normalizer.query(text)
             if concept is not None and key:
                 entries.append((key, concept.id))
-            elif len(ids) == 1 and concept is None and not is_cuiless(gold):
-                unknown[next(iter(ids))] += 1
+            elif single is not None and concept is None and not is_cuiless(gold):
+                unknown[single] += 1
         if unknown:
             import warnings
 

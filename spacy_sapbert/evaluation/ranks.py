@@ -10,18 +10,31 @@ from .queries import EvalMention
 KS = tuple(range(1, 11))
 
 
-def gold_rank(candidates: Sequence[Candidate], gold: set, kb: KnowledgeBase, shared: bool = False) -> Optional[int]:
-    """1-based rank of the first candidate sharing an id (primary or alternative) with `gold`, else None.
-
-    `shared`: candidates that tie exactly share the best of their ranks (1 + the candidates scored strictly
-    higher). Concepts tie exactly when their best name is the same name, and BioSyn's `check_label` counts
-    such a name, one dictionary entry of several cuis, as a hit for each of them."""
-    for rank, (cid, score) in enumerate(candidates, 1):
+def gold_position(candidates: Sequence[Candidate], gold: set, kb: KnowledgeBase) -> Optional[int]:
+    """0-based position of the first candidate sharing an id (primary or alternative) with `gold`, else None."""
+    for position, (cid, _) in enumerate(candidates):
         concept = kb.get(cid)
         ids = concept.all_ids if concept is not None else [cid]
         if gold.intersection(ids):
-            return 1 + sum(1 for _, other in candidates[: rank - 1] if other > score) if shared else rank
+            return position
     return None
+
+
+def tied_rank(candidates: Sequence[Candidate], position: int) -> int:
+    """The rank of the candidate at `position` when exact ties share the best of their ranks: 1 + the candidates
+    scored strictly higher. Concepts tie exactly when their best name is the same name, and BioSyn's
+    `check_label` counts such a name, one dictionary entry of several cuis, as a hit for each of them."""
+    score = candidates[position][1]
+    return 1 + sum(1 for _, other in candidates[:position] if other > score)
+
+
+def gold_rank(candidates: Sequence[Candidate], gold: set, kb: KnowledgeBase, shared: bool = False) -> Optional[int]:
+    """1-based rank of the first candidate sharing an id (primary or alternative) with `gold`, else None;
+    `shared`: its `tied_rank`."""
+    position = gold_position(candidates, gold, kb)
+    if position is None:
+        return None
+    return tied_rank(candidates, position) if shared else position + 1
 
 
 def mention_rank(part_ranks: Sequence[Optional[int]]) -> Optional[int]:
@@ -73,8 +86,12 @@ def score_retriever(
     evaluation counts a name shared by several concepts; the other metrics rank one concept per place."""
     distinct = sorted({q for m in mentions for q in m.queries})
     ranked = dict(zip(distinct, retriever.rank(distinct, k))) if distinct else {}
-    ranks = [mention_rank([gold_rank(ranked[q], m.gold_set, kb) for q in m.queries]) for m in mentions]
-    shared = [mention_rank([gold_rank(ranked[q], m.gold_set, kb, shared=True) for q in m.queries]) for m in mentions]
+    positions = [[gold_position(ranked[q], m.gold_set, kb) for q in m.queries] for m in mentions]
+    ranks = [mention_rank([None if p is None else p + 1 for p in parts]) for parts in positions]
+    shared = [
+        mention_rank([None if p is None else tied_rank(ranked[q], p) for q, p in zip(m.queries, parts)])
+        for m, parts in zip(mentions, positions)
+    ]
     if misses is not None:
         misses += [miss_record(m, r, ranked, kb) for m, r in zip(mentions, ranks) if r != 1]
     metrics = metrics_from_ranks(ranks)

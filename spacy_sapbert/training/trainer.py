@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import math
 import sys
 import time
@@ -204,10 +205,13 @@ class MicroBatch:
     """One micro-batch ready for the GPU: both names of its pairs tokenized and padded in length-sorted
     chunks (all first names, then all second names), the label of each name, the concept id of each label."""
 
-    pairs: int
     chunks: List[Tuple[List[int], Any]]
     labels: torch.Tensor
     concept_ids: List[str]
+
+    @property
+    def pairs(self) -> int:
+        return len(self.labels) // 2
 
 
 def prepare_micro_batch(batch: Sequence[Tuple[str, str, str]], tokenizer, config: TrainConfig, pin: bool) -> MicroBatch:
@@ -218,7 +222,7 @@ def prepare_micro_batch(batch: Sequence[Tuple[str, str, str]], tokenizer, config
     chunks = list(padded_chunks(tokenizer, texts, max_length=config.max_length, chunk_size=config.encode_chunk))
     if pin:
         chunks = [(rows, type(padded)({key: value.pin_memory() for key, value in padded.items()})) for rows, padded in chunks]
-    return MicroBatch(len(batch), chunks, torch.tensor(labels + labels), list(ids))
+    return MicroBatch(chunks, torch.tensor(labels + labels), list(ids))
 
 
 def prefetch_ahead(device: torch.device) -> bool:
@@ -330,14 +334,13 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: Distrib
         last_checkpoint = global_step if run.checkpoint is not None else -1
         bar = tqdm(total=total_steps, initial=global_step, desc="sap training", unit="step",
                    disable=not (config.progress and ctx.main), file=sys.stderr, dynamic_ncols=True)
-        orders: Dict[int, torch.Tensor] = {}
+        @functools.lru_cache(maxsize=1)
+        def order_of(at_epoch: int) -> torch.Tensor:
+            return epoch_order(len(pairs), ctx.world_size, config.seed, at_epoch)
 
         def prepare(key: Tuple[int, int]) -> MicroBatch:  # (epoch, micro-batch index); runs in the worker on CUDA
             at_epoch, index = key
-            if at_epoch not in orders:
-                orders.clear()
-                orders[at_epoch] = epoch_order(len(pairs), ctx.world_size, config.seed, at_epoch)
-            batch = pairs.batch(micro_batch(orders[at_epoch], index, config.batch_size, ctx.rank, ctx.world_size))
+            batch = pairs.batch(micro_batch(order_of(at_epoch), index, config.batch_size, ctx.rank, ctx.world_size))
             return prepare_micro_batch(batch, run.tokenizer, config, pin=device.type == "cuda")
 
         prefetch = Prefetcher(prepare, ahead=prefetch_ahead(device))
