@@ -40,6 +40,13 @@ RERANK_CHUNK_FILE = "rerank-float16.npy"  # beside the chunks of a chunked build
 
 Candidate = Tuple[str, float]
 
+# How the concepts sharing a name are ordered, which breaks their exact ties (meta.json's `tie_order`):
+# the concepts a name was added to later (`ConceptIndex.add_names`, the latest first), then those whose
+# canonical name it is, then the rest in vocabulary row order. Indexes saved without the key keep the
+# vocabulary row order they were built with (LEGACY_TIE_ORDER).
+TIE_ORDER = "added, canonical, row"
+LEGACY_TIE_ORDER = "row"
+
 
 # What decides the meaning of a set of name vectors besides the names, in the order they are checked:
 # the encoder (weights and tokenizer), its pooling and truncation, and the name normalization.
@@ -124,17 +131,23 @@ def format_version_error(kind: str, source: str, version: Any, expected: int, re
 
 
 def name_table(concepts: Sequence[Concept], normalizer: Normalizer) -> Tuple[List[str], "NameLinks"]:
-    """Distinct normalized names, and the links from each name row to the concept rows that have it."""
+    """Distinct normalized names, and the links from each name row to the concept rows that have it, in
+    TIE_ORDER: the concepts whose canonical name it is before those that have it as a synonym."""
     name_rows: Dict[str, int] = {}
     pair_names: List[int] = []
     pair_concepts: List[int] = []
+    pair_synonym: List[bool] = []
     for concept_row, concept in enumerate(concepts):
-        for name in concept.names:
+        for position, name in enumerate(concept.names):
             key = normalizer(name)
             if key:
                 pair_names.append(name_rows.setdefault(key, len(name_rows)))
                 pair_concepts.append(concept_row)
-    return list(name_rows), NameLinks.from_pairs(numpy.array(pair_names, "int64"), numpy.array(pair_concepts, "int64"), len(name_rows))
+                pair_synonym.append(position > 0)
+    links = NameLinks.from_pairs(
+        numpy.array(pair_names, "int64"), numpy.array(pair_concepts, "int64"), len(name_rows), numpy.array(pair_synonym, "int64")
+    )
+    return list(name_rows), links
 
 
 class NameLinks:
@@ -148,18 +161,19 @@ class NameLinks:
         self.concepts = concepts
 
     @classmethod
-    def from_pairs(cls, pair_names: numpy.ndarray, pair_concepts: numpy.ndarray, n_names: int) -> "NameLinks":
-        """The links of (name row, concept row) pairs, each pair once (its first occurrence).
+    def from_pairs(
+        cls, pair_names: numpy.ndarray, pair_concepts: numpy.ndarray, n_names: int, rank: Optional[numpy.ndarray] = None
+    ) -> "NameLinks":
+        """The links of (name row, concept row) pairs, each pair once (its first occurrence, with its rank).
 
-        Within a name row the concepts keep the order of the pairs: a vocabulary's concepts in row order,
-        then those of names added later (`ConceptIndex.add_names`) in the order they were added. That
-        order breaks exact ties between concepts sharing a name, so adding names never reorders the
-        concepts a name already had (sorting each name's concepts by row did, and moved biosyn figures)."""
+        Within a name row the concepts are ordered by `rank` (lower first; default all equal), then by the
+        order of the pairs. That order breaks exact ties between concepts sharing a name (TIE_ORDER)."""
         names, concepts = numpy.asarray(pair_names, "int64"), numpy.asarray(pair_concepts, "int64")
+        rank = numpy.zeros(len(names), "int64") if rank is None else numpy.asarray(rank, "int64")
         _, first = numpy.unique(numpy.stack([names, concepts]), axis=1, return_index=True)
         first.sort()
-        names, concepts = names[first], concepts[first]
-        order = numpy.argsort(names, kind="stable")
+        names, concepts, rank = names[first], concepts[first], rank[first]
+        order = numpy.lexsort((numpy.arange(len(names)), rank, names))
         offsets = numpy.searchsorted(names[order], numpy.arange(n_names + 1)).astype("int64")
         return cls(offsets, numpy.ascontiguousarray(concepts[order]))
 
@@ -215,13 +229,14 @@ class ConceptIndex:
         vocabulary: Optional[str] = None,
         rerank: Optional[numpy.ndarray] = None,
         folder: Optional[Path] = None,
+        tie_order: str = TIE_ORDER,
     ):
         """`concepts`: the concepts, one row each, that the links point to; `names`: the distinct
         normalized names, one per faiss row; `encoder`: the ENCODER_SETTINGS the vectors were made with
         (None: unknown, an `encode` function); `vocabulary`: the vocabulary_hash of the concepts;
         `rerank`: the float16 vectors of a RERANKED index type; `folder`: the saved index that `vectors`
         and the tables are memory-mapped from (a mapped faiss index is read-only: faiss aborts the
-        process when codes are added to it)."""
+        process when codes are added to it); `tie_order`: how `links` orders the concepts of a name."""
         names = names if isinstance(names, StringColumn) else StringColumn.from_strings(names)
         if vectors.ntotal != len(names) or len(links) != len(names):
             raise IndexFormatError(
@@ -245,6 +260,7 @@ class ConceptIndex:
         self.normalizer = normalizer
         self.normalize = normalize
         self.index_type = index_type
+        self.tie_order = tie_order
         self.encoder_settings = {key: (encoder or {}).get(key) for key in ENCODER_SETTINGS}
         self.vocabulary_hash = vocabulary
         self._masks: Dict[Tuple[str, frozenset], numpy.ndarray] = {}  # list_mask's, per field and set of values
@@ -339,7 +355,8 @@ class ConceptIndex:
     def add_names(self, names_by_id: Iterable[Tuple[str, str]], encode, *, new_concepts: bool = False) -> int:
         """Add extra names to existing concepts (e.g. training mentions); returns how many pairs were new.
 
-        A pair whose id is not in the index is left out, or with `new_concepts` makes a new concept of that id,
+        A name's new concepts come before those it had (TIE_ORDER), so an added name wins its exact ties: adding
+        "DM" to one concept links "DM" there, though the vocabulary gave "DM" to another concept too. A pair whose id is not in the index is left out, or with `new_concepts` makes a new concept of that id,
         named by its first name (as the BioSyn protocol's dictionary takes a training mention of a concept
         the vocabulary lacks). The index is then held in memory: its memory-mapped vectors and tables are
         read in."""
@@ -377,7 +394,7 @@ class ConceptIndex:
         if new_pairs:
             added = numpy.array(new_pairs, dtype="int64")
             self.links = NameLinks.from_pairs(
-                numpy.concatenate([pair_names, added[:, 0]]), numpy.concatenate([pair_concepts, added[:, 1]]), len(self.names)
+                numpy.concatenate([added[:, 0], pair_names]), numpy.concatenate([added[:, 1], pair_concepts]), len(self.names)
             )
         return len(new_pairs)
 
@@ -469,6 +486,7 @@ class ConceptIndex:
             "normalizer": self.normalizer.to_dict(),
             "normalize": self.normalize,
             "index_type": self.index_type,
+            "tie_order": self.tie_order,
             **self.encoder_settings,
             "vocabulary_hash": self.vocabulary_hash,
         }
@@ -586,6 +604,7 @@ class ConceptIndex:
             vocabulary=meta.get("vocabulary_hash"),
             rerank=rerank,
             folder=folder,
+            tie_order=meta.get("tie_order", LEGACY_TIE_ORDER),
         )
 
 

