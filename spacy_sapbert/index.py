@@ -41,8 +41,8 @@ RERANK_CHUNK_FILE = "rerank-float16.npy"  # beside the chunks of a chunked build
 Candidate = Tuple[str, float]
 
 # How the concepts sharing a name are ordered, which breaks their exact ties (meta.json's `tie_order`):
-# the concepts a name was added to later (`ConceptIndex.add_names`, the latest first), then those whose
-# canonical name it is, then the rest in vocabulary row order. Indexes saved without the key keep the
+# the concepts `ConceptIndex.add_names` was given the name for (the latest call first, then the most often
+# given), then those whose canonical name it is, then the rest in vocabulary row order. Indexes saved without the key keep the
 # vocabulary row order they were built with (LEGACY_TIE_ORDER).
 TIE_ORDER = "added, canonical, row"
 LEGACY_TIE_ORDER = "row"
@@ -355,11 +355,13 @@ class ConceptIndex:
     def add_names(self, names_by_id: Iterable[Tuple[str, str]], encode, *, new_concepts: bool = False) -> int:
         """Add extra names to existing concepts (e.g. training mentions); returns how many pairs were new.
 
-        A name's new concepts come before those it had (TIE_ORDER), so an added name wins its exact ties: adding
-        "DM" to one concept links "DM" there, though the vocabulary gave "DM" to another concept too. A pair whose id is not in the index is left out, or with `new_concepts` makes a new concept of that id,
-        named by its first name (as the BioSyn protocol's dictionary takes a training mention of a concept
-        the vocabulary lacks). The index is then held in memory: its memory-mapped vectors and tables are
-        read in."""
+        The (name, concept) pairs given come first on their names (TIE_ORDER), the most often given first, also
+        a pair the index held already: adding "DM" to one concept links "DM" there, though the vocabulary gave
+        "DM" to another concept too, and a name that training mentions give to one concept twenty times and
+        to another once links to the first. A pair whose id is not in the index is left out, or with
+        `new_concepts` makes a new concept of that id, named by its first name (as the BioSyn protocol's
+        dictionary takes a training mention of a concept the vocabulary lacks). The index is then held in
+        memory: its memory-mapped vectors and tables are read in."""
         names_by_id = list(names_by_id)
         if new_concepts:
             self._add_concepts(names_by_id)
@@ -367,7 +369,7 @@ class ConceptIndex:
         pair_names, pair_concepts = self.links.pairs()
         existing = set(zip(pair_names.tolist(), pair_concepts.tolist()))
         new_names: List[str] = []
-        new_pairs = []
+        given: Dict[Tuple[int, int], int] = {}  # times each pair is given, in the order first given
         for concept_id, name in names_by_id:
             concept_row = self.concepts.row(concept_id)
             key = self.normalizer(name)
@@ -377,9 +379,7 @@ class ConceptIndex:
                 name_rows[key] = len(self.names) + len(new_names)
                 new_names.append(key)
             pair = (name_rows[key], concept_row)
-            if pair not in existing:
-                existing.add(pair)
-                new_pairs.append(pair)
+            given[pair] = given.get(pair, 0) + 1
         if new_names:
             vectors = float32_rows(encode(new_names), self.normalize)
             if self.folder is not None:  # a memory-mapped faiss index is read-only: add to a copy in memory
@@ -391,12 +391,12 @@ class ConceptIndex:
                 self.rerank = numpy.concatenate([self.rerank, vectors.astype("float16")])
             self.names = self.names.extended(new_names)
             self._name_lookup = None
-        if new_pairs:
-            added = numpy.array(new_pairs, dtype="int64")
+        if given:
+            first = numpy.array(sorted(given, key=lambda pair: -given[pair]), dtype="int64")  # stable: ties keep first-given order
             self.links = NameLinks.from_pairs(
-                numpy.concatenate([added[:, 0], pair_names]), numpy.concatenate([added[:, 1], pair_concepts]), len(self.names)
+                numpy.concatenate([first[:, 0], pair_names]), numpy.concatenate([first[:, 1], pair_concepts]), len(self.names)
             )
-        return len(new_pairs)
+        return sum(pair not in existing for pair in given)
 
     def _add_concepts(self, names_by_id: Sequence[Tuple[str, str]]) -> None:
         """Append a concept (id, first name) for each id of `names_by_id` the index lacks and that has a name."""
