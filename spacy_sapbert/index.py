@@ -42,8 +42,8 @@ Candidate = Tuple[str, float]
 
 # How the concepts sharing a name are ordered, which breaks their exact ties (meta.json's `tie_order`):
 # the concepts `ConceptIndex.add_names` was given the name for (the latest call first, then the most often
-# given), then those whose canonical name it is, then the rest in vocabulary row order. Indexes saved without the key keep the
-# vocabulary row order they were built with (LEGACY_TIE_ORDER).
+# given), then those whose canonical name it is, then the rest in vocabulary row order. Indexes saved
+# without the key keep the vocabulary row order they were built with (LEGACY_TIE_ORDER).
 TIE_ORDER = "added, canonical, row"
 LEGACY_TIE_ORDER = "row"
 
