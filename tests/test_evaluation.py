@@ -454,6 +454,9 @@ def test_memory_settings_from_a_report_or_a_plain_mapping():
 
 
 def test_evaluate_command_tunes_the_memory_on_dev_and_reuses_the_settings(tmp_path, tiny_bert):
+    from spacy_sapbert.evaluation.memory_tuning import FULL_GRID
+    from spacy_sapbert.memory import MemorySettings
+
     (tmp_path / "corpus.txt").write_text(PUBTATOR, encoding="utf8")
     (tmp_path / "vocab.txt").write_text(
         "D1||Heart failure|cardiac failure\nD2||Liver cancer|hepatoma\nD3||Kidney disease|nephropathy\n", encoding="utf8"
@@ -467,12 +470,24 @@ def test_evaluate_command_tunes_the_memory_on_dev_and_reuses_the_settings(tmp_pa
     memory = dev["memory"]
     assert memory["tuned_on_this_corpus"] and memory["n_entries"] == 3  # hepatoma, heart failure, nephropathy
     grid = memory["grid"]["strict"]
-    assert list(memory["grid"]) == ["strict"] and len(grid) == 2 * 5 * 8 * 4 * 5  # both mixtures
-    assert {row["memory_mixture"] for row in grid} == {"published", "union"}
+    assert list(memory["grid"]) == ["strict"] and memory["grid_name"] == "weight"
+    paper = MemorySettings().to_dict()
+    assert len(grid) == 8 and {row["memory_weight"] for row in grid} == set(FULL_GRID["memory_weight"])
+    assert all({k: row[k] for k in paper if k != "memory_weight"} == {k: v for k, v in paper.items() if k != "memory_weight"} for row in grid)
     assert memory["settings"] == {k: grid[0][k] for k in memory["settings"]} == memory["settings_by_protocol"]["strict"]
     tuned = dev["results"][f"{name} + memory (tuned here)"]["strict"]
     assert tuned["acc@1"] == grid[0]["acc@1"] == 1.0  # every query is in the memory
     assert tuned["acc@1"] >= dev["results"][name]["strict"]["acc@1"]
+
+    result = CliRunner().invoke(app, common + ["--tune-memory", "--memory-grid", "full", "--output", str(tmp_path / "full.json")])
+    assert result.exit_code == 0, result.output
+    full = json.loads((tmp_path / "full.json").read_text())["memory"]
+    assert full["grid_name"] == "full" and len(full["grid"]["strict"]) == 2 * 5 * 8 * 4 * 5
+    assert {row["memory_mixture"] for row in full["grid"]["strict"]} == {"published", "union"}
+    assert {row["memory_k"] for row in full["grid"]["strict"]} == {1, 2, 4, 8, 16}
+
+    result = CliRunner().invoke(app, common + ["--tune-memory", "--memory-grid", "wide", "--output", str(tmp_path / "x.json")])
+    assert result.exit_code != 0 and "--memory-grid is 'wide'" in result.output and not (tmp_path / "x.json").exists()
 
     result = CliRunner().invoke(app, common + ["--memory-settings", str(tmp_path / "dev.json"), "--output", str(tmp_path / "test.json")])
     assert result.exit_code == 0, result.output

@@ -21,7 +21,7 @@ training (and dev) mentions as extra names of their gold concepts, as the publis
 
 With a mention memory (kNN-BioEL) the evaluated encoder runs a second time with the memory's votes
 mixed into its concept scores; `tune_memory` chooses the mixture's settings by a grid search on the
-corpus at hand, which must be a dev set.
+corpus at hand, which must be a dev set (by default lambda only, the paper's other values kept).
 """
 from __future__ import annotations
 
@@ -29,17 +29,17 @@ from .benchmark import System, run_benchmark, run_protocols
 from .dictionaries import PROTOCOLS, missing_gold, normalized_concepts, training_names, with_extra_names
 from .end_to_end import Entity, end_to_end_table, evaluate_end_to_end, gold_mention_doc, mention_finders, score_end_to_end
 from .index_cache import build_encoder_index, index_cache, index_cache_key
-from .memory_tuning import MEMORY_GRID, tune_memory
+from .memory_tuning import DEFAULT_MEMORY_GRID, MEMORY_GRIDS, memory_grid, tune_memory
 from .queries import EvalMention, Preprocessing, mention_parts, mentions_from_documents, mentions_from_queries, read_corpus
 from .ranks import KS, gold_rank, mention_rank, metrics_from_ranks, score_retriever
 from .reports import markdown_table, model_label, plot_curves
 from .retrievers import ExactMatchRetriever, LinkerRetriever, NormalizedBaseline, TfidfRetriever, evaluation_linker
 
 __all__ = [
-    "Entity", "EvalMention", "ExactMatchRetriever", "KS", "LinkerRetriever", "MEMORY_GRID",
+    "DEFAULT_MEMORY_GRID", "Entity", "EvalMention", "ExactMatchRetriever", "KS", "LinkerRetriever", "MEMORY_GRIDS",
     "NormalizedBaseline", "PROTOCOLS", "Preprocessing", "System", "TfidfRetriever", "build_encoder_index",
     "end_to_end_table", "evaluate_end_to_end", "evaluation_linker", "gold_mention_doc", "gold_rank",
-    "index_cache", "index_cache_key", "markdown_table", "mention_finders", "mention_parts", "mention_rank",
+    "index_cache", "index_cache_key", "markdown_table", "memory_grid", "mention_finders", "mention_parts", "mention_rank",
     "mentions_from_documents", "mentions_from_queries", "metrics_from_ranks", "missing_gold", "model_label",
     "normalized_concepts", "plot_curves", "read_corpus", "run_benchmark", "run_protocols", "score_end_to_end",
     "score_retriever", "training_names", "tune_memory", "with_extra_names",

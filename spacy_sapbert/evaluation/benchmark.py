@@ -11,7 +11,7 @@ from ..memory import MemorySettings
 from ..readers.corpora import detect_corpus_format
 from .dictionaries import PROTOCOLS, missing_gold, training_names, with_extra_names
 from .index_cache import build_encoder_index, index_cache
-from .memory_tuning import MEMORY_GRID, tune_memory
+from .memory_tuning import DEFAULT_MEMORY_GRID, memory_grid, tune_memory
 from .queries import EvalMention, Preprocessing, read_corpus
 from .ranks import score_retriever
 from .reports import model_label
@@ -95,6 +95,7 @@ def run_benchmark(
     memory: Sequence[Path] = (),
     memory_settings: Optional[Union[MemorySettings, Mapping[str, MemorySettings]]] = None,
     tune: bool = False,
+    grid_name: str = DEFAULT_MEMORY_GRID,
     backend: str = "torch",
     reachable_only: bool = False,
     reranker: Optional[str] = None,
@@ -105,7 +106,7 @@ def run_benchmark(
     `memory`: annotated corpora whose mentions fill a mention memory; the encoder is then also run
     with it (`memory_settings`: one for every protocol or one per protocol; default the paper's), or,
     with `tune`, with the settings that `tune_memory` finds best on this corpus (a dev set) under each
-    protocol. `backend`: how the evaluated encoder runs
+    protocol, over the grid `grid_name` names (memory_tuning.MEMORY_GRIDS). `backend`: how the evaluated encoder runs
     (torch, onnx, onnx-int8); the untuned baseline encoder runs on torch. `reachable_only`: score only
     the mentions with a gold id in the vocabulary (an open subset, e.g. XL-BEL over open ontologies);
     the others are counted in the report, never silently dropped. `reranker`: a re-ranker folder; the
@@ -115,6 +116,7 @@ def run_benchmark(
     from ..encoder import Encoder, default_pooling
     from ..readers import read_vocabularies
 
+    grid = memory_grid(grid_name)
     prep = prep or Preprocessing()
     normalizer = prep.normalizer
     corpus_format = detect_corpus_format(corpus) if corpus_format == "auto" else corpus_format
@@ -190,8 +192,9 @@ def run_benchmark(
                 for protocol in [p for p in PROTOCOLS if p in protocols]:  # strict first: biosyn only adds names
                     if protocol == "biosyn":
                         tuning.add_names(extra)
-                    grids[protocol] = tune_memory(tuning, mentions, kb)
-                    settings[protocol] = MemorySettings(**{key: grids[protocol][0][key] for key in MEMORY_GRID})
+                    grids[protocol] = tune_memory(tuning, mentions, kb, grid)
+                    best = grids[protocol][0]
+                    settings[protocol] = MemorySettings(**{key: best[key] for key in MemorySettings().to_dict()})
             name = f"{label} + memory" + (" (tuned here)" if tune else "")
             protocols_of: Dict[MemorySettings, List[str]] = {}  # one retriever (one memory encoding) per distinct settings
             for protocol in protocols:
@@ -208,6 +211,7 @@ def run_benchmark(
                 "settings": settings[pipeline_protocol].to_dict(),  # a pipeline's index holds vocabulary names only
                 "settings_by_protocol": {p: settings[p].to_dict() for p in protocols},
                 "tuned_on_this_corpus": tune,
+                "grid_name": grid_name if tune else None,
                 "grid": grids,
             }
         results = run_protocols(systems, concepts, mentions, extra, protocols, misses=misses)
