@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The kNN-BioEL table of BENCHMARKS.md: a SAP model and a SAP -> DHNS model, each without and with a
 # mention memory (strict protocol: MEDIC names only in the concept index).
-#   1. NCBI-disease dev: memory = train mentions; --tune-memory chooses memory_weight (the paper's k and
-#      temperatures kept; MEMORY_GRID=full for all five settings) here (the only place where anything is chosen).
+#   1. NCBI-disease dev: memory = train mentions; --tune-memory chooses memory_k, memory_weight, the two
+#      temperatures and the mixture here (MEMORY_GRID=weight: memory_weight alone); the only place where anything is chosen.
 #   2. NCBI-disease test, once: memory = train + dev mentions, the settings of step 1.
 #   3. BC5CDR-disease dev: memory = BC5CDR train disease mentions, the settings of step 1.
 # Usage: benchmarks/knn_table.sh SAP_MODEL DHNS_MODEL [POOLING] [OUT_DIR]   (DATA defaults to ../shared/data;
@@ -27,7 +27,7 @@ run() { name=$1; shift; "$PY" -m spacy_sapbert evaluate "$@" --pooling "$POOLING
 for system in ${SYSTEMS:-sap dhns}; do
     model=$SAP; [ "$system" = dhns ] && model=$DHNS
     run "$system-ncbi-dev" "$NCBI/NCBIdevelopset_corpus.txt" --vocab "$MEDIC" --spell-check "$SPELL" --model "$model" \
-        --memory "$NCBI/NCBItrainset_corpus.txt" --tune-memory --memory-grid "${MEMORY_GRID:-weight}"
+        --memory "$NCBI/NCBItrainset_corpus.txt" --tune-memory --memory-grid "${MEMORY_GRID:-full}"
     run "$system-ncbi-test" "$NCBI/NCBItestset_corpus.txt" --vocab "$MEDIC" --spell-check "$SPELL" --model "$model" \
         --memory "$NCBI/NCBItrainset_corpus.txt" --memory "$NCBI/NCBIdevelopset_corpus.txt" \
         --memory-settings "$OUT/$system-ncbi-dev.json"

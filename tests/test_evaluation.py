@@ -470,21 +470,21 @@ def test_evaluate_command_tunes_the_memory_on_dev_and_reuses_the_settings(tmp_pa
     memory = dev["memory"]
     assert memory["tuned_on_this_corpus"] and memory["n_entries"] == 3  # hepatoma, heart failure, nephropathy
     grid = memory["grid"]["strict"]
-    assert list(memory["grid"]) == ["strict"] and memory["grid_name"] == "weight"
-    paper = MemorySettings().to_dict()
-    assert len(grid) == 8 and {row["memory_weight"] for row in grid} == set(FULL_GRID["memory_weight"])
-    assert all({k: row[k] for k in paper if k != "memory_weight"} == {k: v for k, v in paper.items() if k != "memory_weight"} for row in grid)
+    assert list(memory["grid"]) == ["strict"] and memory["grid_name"] == "full" and len(grid) == 2 * 5 * 8 * 4 * 5
+    assert {row["memory_mixture"] for row in grid} == {"published", "union"}
+    assert {row["memory_k"] for row in grid} == {1, 2, 4, 8, 16}
     assert memory["settings"] == {k: grid[0][k] for k in memory["settings"]} == memory["settings_by_protocol"]["strict"]
     tuned = dev["results"][f"{name} + memory (tuned here)"]["strict"]
     assert tuned["acc@1"] == grid[0]["acc@1"] == 1.0  # every query is in the memory
     assert tuned["acc@1"] >= dev["results"][name]["strict"]["acc@1"]
 
-    result = CliRunner().invoke(app, common + ["--tune-memory", "--memory-grid", "full", "--output", str(tmp_path / "full.json")])
+    result = CliRunner().invoke(app, common + ["--tune-memory", "--memory-grid", "weight", "--output", str(tmp_path / "weight.json")])
     assert result.exit_code == 0, result.output
-    full = json.loads((tmp_path / "full.json").read_text())["memory"]
-    assert full["grid_name"] == "full" and len(full["grid"]["strict"]) == 2 * 5 * 8 * 4 * 5
-    assert {row["memory_mixture"] for row in full["grid"]["strict"]} == {"published", "union"}
-    assert {row["memory_k"] for row in full["grid"]["strict"]} == {1, 2, 4, 8, 16}
+    weight = json.loads((tmp_path / "weight.json").read_text())["memory"]
+    rows, paper = weight["grid"]["strict"], MemorySettings().to_dict()
+    assert weight["grid_name"] == "weight" and len(rows) == 8
+    assert {row["memory_weight"] for row in rows} == set(FULL_GRID["memory_weight"])
+    assert all(row[k] == v for row in rows for k, v in paper.items() if k != "memory_weight")  # the paper's values
 
     result = CliRunner().invoke(app, common + ["--tune-memory", "--memory-grid", "wide", "--output", str(tmp_path / "x.json")])
     assert result.exit_code != 0 and "--memory-grid is 'wide'" in result.output and not (tmp_path / "x.json").exists()

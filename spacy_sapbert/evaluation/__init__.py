@@ -21,7 +21,7 @@ training (and dev) mentions as extra names of their gold concepts, as the publis
 
 With a mention memory (kNN-BioEL) the evaluated encoder runs a second time with the memory's votes
 mixed into its concept scores; `tune_memory` chooses the mixture's settings by a grid search on the
-corpus at hand, which must be a dev set (by default lambda only, the paper's other values kept).
+corpus at hand, which must be a dev set.
 """
 from __future__ import annotations
 
