@@ -29,10 +29,11 @@ def tiny_pubtator(source: Path, dest: Path, n_docs: int) -> set:
 
 def tiny_data(root: Path) -> str:
     """Tiny copies of the workflow's data under `root`; returns the name of a concept in the tiny vocabulary."""
-    for sub in ("medic", "mesh-2024", "ncbi-disease"):
+    for sub in ("medic", "mesh-2024", "ncbi-disease", "bc5cdr"):
         (root / sub).mkdir(parents=True)
     golds = tiny_pubtator(shared_file("ncbi-disease", "NCBItrainset_corpus.txt"), root / "ncbi-disease" / "NCBItrainset_corpus.txt", TINY_DOCS)
     golds |= tiny_pubtator(shared_file("ncbi-disease", "NCBIdevelopset_corpus.txt"), root / "ncbi-disease" / "NCBIdevelopset_corpus.txt", TINY_DOCS)
+    golds |= tiny_pubtator(shared_file("bc5cdr", "CDR_TrainingSet.PubTator.txt"), root / "bc5cdr" / "CDR_TrainingSet.PubTator.txt", TINY_DOCS)
     medic = shared_file("medic", "medic_06Jul2012.txt").read_text(encoding="utf8").splitlines()
     keep = [l for l in medic if set(l.split("||")[0].split("|")) & golds] + medic[:200]
     (root / "medic" / "medic_06Jul2012.txt").write_text("\n".join(keep) + "\n", encoding="utf8")
@@ -101,7 +102,8 @@ def test_project_workflow_all_then_install_the_wheel(tmp_path, tiny_bert, capsys
 
 
 def test_project_knn_workflow_after_all(tmp_path, tiny_bert):
-    """`knn` builds on `all`: DHNS from the SAP model, memory settings tuned on dev, a pipeline with a memory."""
+    """`knn` builds on `all`: DHNS from the SAP model on NCBI-disease and BC5CDR train, memory settings tuned on dev,
+    a pipeline with a memory."""
     import spacy
     from weasel.cli.run import project_run
 
@@ -117,6 +119,9 @@ def test_project_knn_workflow_after_all(tmp_path, tiny_bert):
     for command in ("extract", "pairs", "train", "convert", "ner"):
         project_run(project, command, overrides=overrides)
     project_run(project, "knn", overrides=overrides)
+    dhns = json.loads((project / "training" / "dhns" / "dhns_config.json").read_text())
+    assert [Path(c).parent.name for c in dhns["corpora"]] == ["ncbi-disease", "bc5cdr"]  # the dev choice's two corpora
+    assert "Disease" in dhns["labels"] and "Chemical" not in dhns["labels"]
     report = json.loads((project / "metrics" / "knn-dev.json").read_text())
     assert report["memory"]["tuned_on_this_corpus"] and report["memory"]["n_entries"] > 0
     linker = spacy.load(project / "training" / "knn" / "pipeline").get_pipe("sapbert_linker")
