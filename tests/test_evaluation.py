@@ -432,6 +432,7 @@ def test_tune_memory_scores_each_memory_k_with_only_that_many_neighbours():
     first (test_memory.test_memory_k_cuts_the_neighbours_before_mixing has the numbers, names swapped).
     """
     from spacy_sapbert.evaluation import tune_memory
+    from spacy_sapbert.evaluation.memory_tuning import grid_ranks
 
     kb = KnowledgeBase([Concept("A", "a"), Concept("B", "b")])
     retriever = FixedCandidates([("A", 0.90), ("B", 0.89)], [("B", 0.99), ("A", 0.98)])
@@ -439,6 +440,8 @@ def test_tune_memory_scores_each_memory_k_with_only_that_many_neighbours():
     rows = tune_memory(retriever, [EvalMention("q", "A", ["q"])], kb, grid)
     assert {row["memory_k"]: row["acc@1"] for row in rows} == {1: 0.0, 2: 1.0}
     assert {row["memory_mixture"] for row in rows} == {"published"}  # not in this grid: the default
+    ranks = grid_ranks(retriever, [EvalMention("q", "A", ["q"])], kb, grid)  # what tune_memory sorts, in grid order
+    assert [(settings.memory_k, mention_ranks) for settings, mention_ranks in ranks] == [(1, [2]), (2, [1])]
 
 
 def test_memory_settings_from_a_report_or_a_plain_mapping():

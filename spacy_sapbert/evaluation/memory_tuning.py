@@ -1,7 +1,7 @@
 """Choosing the mention memory's settings by a grid search on a dev set (kNN-BioEL)."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..kb import KnowledgeBase
 from ..memory import MIXTURES, MemorySettings
@@ -39,18 +39,17 @@ def memory_grid(name: str) -> Dict[str, Sequence[Any]]:
     return MEMORY_GRIDS[name]
 
 
-def tune_memory(
+def grid_ranks(
     retriever: LinkerRetriever,
     mentions: Sequence[EvalMention],
     kb: KnowledgeBase,
-    grid: Mapping[str, Sequence[Any]] = MEMORY_GRIDS[DEFAULT_MEMORY_GRID],
+    grid: Mapping[str, Sequence[Any]],
     k: int = max(KS),
-) -> List[Dict[str, Any]]:
-    """Every combination of the grid's settings with its acc@1, acc@5 and MRR, best first; a setting the grid
-    leaves out keeps the paper's value.
+) -> List[Tuple[MemorySettings, List[Optional[int]]]]:
+    """Each combination of the grid's settings (in grid order) with the gold's rank for every mention (None: not in
+    the top k); a setting the grid leaves out keeps the paper's value.
 
-    Best means highest acc@1, then acc@5, then MRR; ties keep grid order. Each query is encoded and
-    searched once; only the mixture is recomputed per combination. Run it on a dev set only.
+    Each query is encoded and searched once; only the mixture is recomputed per combination.
     """
     import itertools
 
@@ -63,11 +62,27 @@ def tune_memory(
     distinct = sorted(set(normalized.values()))
     concepts, votes = linker.retrieve(distinct, max(grid.get("memory_k", (MemorySettings().memory_k,))))
     keys = list(grid)
-    rows = []
+    out = []
     for values in itertools.product(*(grid[key] for key in keys)):
         settings = MemorySettings(**dict(zip(keys, values)))
         ranked = {q: settings.mix(hits, near)[:k] for q, hits, near in zip(distinct, concepts, votes)}
-        ranks = [mention_rank([gold_rank(ranked[normalized[q]], m.gold_set, kb) for q in m.queries]) for m in mentions]
+        out.append((settings, [mention_rank([gold_rank(ranked[normalized[q]], m.gold_set, kb) for q in m.queries]) for m in mentions]))
+    return out
+
+
+def tune_memory(
+    retriever: LinkerRetriever,
+    mentions: Sequence[EvalMention],
+    kb: KnowledgeBase,
+    grid: Mapping[str, Sequence[Any]] = MEMORY_GRIDS[DEFAULT_MEMORY_GRID],
+    k: int = max(KS),
+) -> List[Dict[str, Any]]:
+    """Every combination of the grid's settings with its acc@1, acc@5 and MRR, best first (`grid_ranks`).
+
+    Best means highest acc@1, then acc@5, then MRR; ties keep grid order. Run it on a dev set only.
+    """
+    rows = []
+    for settings, ranks in grid_ranks(retriever, mentions, kb, grid, k):
         metrics = metrics_from_ranks(ranks)
         rows.append({**settings.to_dict(), "acc@1": metrics["acc@1"], "acc@5": metrics["acc@5"], "mrr": metrics["mrr"]})
     return sorted(rows, key=lambda row: (-row["acc@1"], -row["acc@5"], -row["mrr"]))
