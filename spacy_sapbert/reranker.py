@@ -56,9 +56,18 @@ def candidate_text(query: str, concept: Concept, normalize=str, max_names: int =
     return NAME_SEPARATOR.join([canonical] + [synonyms[i] for i in scored[: max_names - 1]])
 
 
+def pair_truncation(tokenizer, queries: Sequence[str], max_length: int) -> str:
+    """How a batch of pairs is cut to `max_length` word pieces: the candidate texts only ("only_second"), unless a
+    query alone leaves its text no room (a long chemical name), which "only_second" cannot cut: then "longest_first"."""
+    room = max_length - tokenizer.num_special_tokens_to_add(pair=True)
+    longest = max((len(ids) for ids in tokenizer(sorted(set(queries)), add_special_tokens=False)["input_ids"]), default=0)
+    return "only_second" if longest < room else "longest_first"
+
+
 def pair_logits(model, tokenizer, queries: Sequence[str], texts: Sequence[str], max_length: int, device) -> torch.Tensor:
     """One logit per (query, text) pair through `model` (a re-ranker's, or one being trained)."""
-    batch = tokenizer(list(queries), list(texts), truncation="only_second", max_length=max_length, padding=True, return_tensors="pt").to(device)
+    truncation = pair_truncation(tokenizer, queries, max_length)
+    batch = tokenizer(list(queries), list(texts), truncation=truncation, max_length=max_length, padding=True, return_tensors="pt").to(device)
     return model(**batch).logits.squeeze(-1)
 
 

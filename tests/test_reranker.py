@@ -53,6 +53,22 @@ def test_rerank_hits_reorders_the_first_k_by_the_cross_encoder(cross_encoder):
     assert [score for _, score in reranked] == sorted((score for _, score in reranked), reverse=True)
 
 
+def test_a_mention_longer_than_max_length_is_scored_not_an_error(cross_encoder):
+    """Pairs are cut in the candidate text only, unless a query leaves it no room (BC5CDR has chemical names of 70
+    word pieces): then both sides are cut, and only in that batch."""
+    from spacy_sapbert.reranker import pair_truncation
+
+    tokenizer, max_length = cross_encoder.tokenizer, cross_encoder.max_length
+    long_mention = " ".join(["hepatoma"] * max_length)
+    assert len(tokenizer(long_mention, add_special_tokens=False)["input_ids"]) > max_length
+    assert pair_truncation(tokenizer, ["hepatoma", "renal disease"], max_length) == "only_second"
+    assert pair_truncation(tokenizer, ["hepatoma", long_mention], max_length) == "longest_first"
+    text = candidate_text("hepatoma", CONCEPTS[1], str.lower, cross_encoder.max_names)
+    logits = cross_encoder.score([(long_mention, text), ("hepatoma", text)])
+    assert len(logits) == 2 and all(math.isfinite(float(x)) for x in logits)
+    assert float(cross_encoder.score([("hepatoma", text)])[0]) == pytest.approx(float(logits[1]), abs=1e-5)  # a pair that fits: as alone
+
+
 def test_with_bi_temperature_the_linkers_score_joins_the_logit(cross_encoder):
     hits = [[("D1", 0.9), ("D2", 0.8), ("D3", 0.7)]]
     texts = [candidate_text("hepatoma", concept_of(cid), str.lower, cross_encoder.max_names) for cid, _ in hits[0]]
