@@ -10,6 +10,8 @@
 #   4. `evaluate` (torch float32 on CUDA): untuned and SAP on NCBI-disease dev; the DHNS model on NCBI-disease dev
 #      with the memory tuned per protocol (capture_grid.py also keeps every grid setting's ranks), then NCBI-disease
 #      test and BC5CDR-disease dev with dev's settings, once.
+#   With RR_BASE=FOLDER (a cross-encoder base, e.g. the offline MiniLM), also an index of MEDIC and a re-ranker
+#   trained on both corpora's training mentions (the `best` workflow's recipe), scored in the same evaluations.
 # Each report goes to $OUT as soon as it exists, so a run cut short still returns what it finished.
 set -u
 export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
@@ -18,7 +20,7 @@ D=${D:-/root/devsite}; OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export PYTHONPATH=$PWD:$D/site
 R=benchmarks/results/gpu-mpnet-2026-11-26; DATA=${DATA:-$D/data}; SEED=${SEED:-42}; W=${W:-$D/mpnet}; mkdir -p "$W"
 date -u; nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
-finish() { tar -C "$W" -czf "$OUT/logs.tar.gz" $(cd "$W" && ls *.log *.npz sap/train_log.jsonl sap/train_config.json dhns/*.json* *-misses.jsonl 2>/dev/null); ls -l "$OUT"; date -u; }
+finish() { tar -C "$W" -czf "$OUT/logs.tar.gz" $(cd "$W" && ls *.log *.npz sap/train_log.jsonl sap/train_config.json dhns/*.json* rr/*.json* *-misses.jsonl 2>/dev/null); ls -l "$OUT"; date -u; }
 trap finish EXIT
 if [ ! -f "$W/mpnet/config.json" ]; then
   [ "$(cat "$D"/parts/mpnet-fp16.tar.part* | md5sum | cut -c1-32)" = "${MPNET_MD5:-86e679ac474e0f32a9b6b2938b09820c}" ] \
@@ -50,6 +52,16 @@ python3 -m spacy_sapbert train-dhns "$NCBI/NCBItrainset_corpus.txt" "$CDR/CDR_Tr
 S2=$(date +%s); echo "dhns: $((S2 - S1)) s"; grep -o '"train_name_top1": [0-9.]*' "$W/dhns/train_log.jsonl"
 wait
 M="--model $W/dhns/model"
+if [ -n "${RR_BASE:-}" ]; then  # optional: a re-ranker on this linker's candidates, as in the `best` workflow
+  python3 -m spacy_sapbert build-index "$DATA/medic/medic_06Jul2012.txt" "$W/linker" --model "$W/dhns/model" --pooling mean \
+      --max-length 25 --k 10 --label '' --remove-punctuation --spell-check "$DATA/medic/ncbi-spell-check.txt" --overwrite \
+      > "$W/build-index.log" 2>&1 || { echo "build-index failed"; tail -3 "$W/build-index.log"; exit 8; }
+  python3 -m spacy_sapbert train-reranker "$NCBI/NCBItrainset_corpus.txt" "$CDR/CDR_TrainingSet.PubTator.txt" $LABELS \
+      --model "$RR_BASE" --pipeline "$W/linker" --output "$W/rr" --epochs 2 --seed $SEED --no-progress > "$W/rr.log" 2>&1 \
+      || { echo "train-reranker failed"; tail -5 "$W/rr.log"; exit 8; }
+  S3=$(date +%s); echo "index + re-ranker: $((S3 - S2)) s"
+  M="$M --reranker $W/rr/model"  # every evaluation below also reports the rows with the re-ranker
+fi
 CAPTURE="$W/dhns-dev" python3 $R/capture_grid.py evaluate $DEV $M --memory "$NCBI/NCBItrainset_corpus.txt" --tune-memory \
     --pooling mean --cache-dir "$W/cache" --output "$W/dhns-dev.json" --errors "$W/dhns-dev-misses.jsonl" > "$W/dhns-dev.log" 2>&1 \
     || { echo "dhns-dev failed"; tail -3 "$W/dhns-dev.log"; exit 7; }
