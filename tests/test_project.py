@@ -101,9 +101,10 @@ def test_project_workflow_all_then_install_the_wheel(tmp_path, tiny_bert, capsys
     assert f"('{name}', 'Disease', True)" in ents
 
 
-def test_project_knn_workflow_after_all(tmp_path, tiny_bert):
+def test_project_knn_and_best_workflows_after_all(tmp_path, tiny_bert):
     """`knn` builds on `all`: DHNS from the SAP model on NCBI-disease and BC5CDR train, memory settings tuned on dev,
-    a pipeline with a memory."""
+    a pipeline with a memory. `best` builds on `knn`: a re-ranker trained on the same corpora's disease mentions, and
+    the pipeline dev chooses with or without it, packaged."""
     import spacy
     from weasel.cli.run import project_run
 
@@ -114,6 +115,7 @@ def test_project_knn_workflow_after_all(tmp_path, tiny_bert):
         "vars.data": str(tmp_path / "data"), "vars.base_model": tiny_bert, "vars.pooling": "cls",
         "vars.batch_size": 16, "vars.sap_steps": 2, "vars.checkpoint_every": 2, "vars.dhns_epochs": 1,
         "vars.dhns_batch_size": 8, "vars.knn_package_name": "sapbert_tiny_knn",
+        "vars.reranker_epochs": 1, "vars.best_package_name": "sapbert_tiny_best",
         "vars.ner_max_steps": 2, "vars.ner_eval_frequency": 2,
     }
     for command in ("extract", "pairs", "train", "convert", "ner"):
@@ -128,3 +130,14 @@ def test_project_knn_workflow_after_all(tmp_path, tiny_bert):
     assert len(linker.memory) > 0
     assert linker.memory_settings.to_dict() == report["memory"]["settings"]
     assert list((project / "packages").rglob("en_sapbert_tiny_knn-*.whl"))
+
+    project_run(project, "best", overrides=overrides)
+    reranker = json.loads((project / "training" / "reranker" / "reranker_config.json").read_text())
+    assert [Path(c).parent.name for c in reranker["corpora"]] == ["ncbi-disease", "bc5cdr"]  # as dhns, chosen on dev
+    assert reranker["labels"] == dhns["labels"]
+    choice = json.loads((project / "metrics" / "best-dev.json").read_text())
+    candidates = ["training/knn/pipeline", "training/best/with-reranker"]  # as the step names them, in the project folder
+    assert [c["pipeline"] for c in choice["candidates"]] == candidates and choice["chosen"] in candidates
+    chosen = spacy.load(project / "training" / "best" / "pipeline").get_pipe("sapbert_linker")
+    assert (chosen.reranker is not None) == choice["chosen"].endswith("with-reranker")
+    assert list((project / "packages").rglob("en_sapbert_tiny_best-*.whl"))
