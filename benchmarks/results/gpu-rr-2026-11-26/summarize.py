@@ -1,9 +1,11 @@
-"""acc@1 / acc@5 of the device's reports (seed 42), as the BENCHMARKS table shows them.
+"""acc@1 / acc@5 of the device's reports (seed 42), and of the MiniLM chain's re-ranker scored on the Xeon, as the
+BENCHMARKS tables show them.
 
     python summarize.py   (from this folder; output: scores.md)
 
 The chain's reports (seed42/dhns-*.json) carry the rows of the re-ranker trained on both corpora; the re-ranker
 trained on NCBI-disease train alone was scored by call_rr_ncbi.sh, whose reports are inside seed42/rr-ncbi.tar.gz.
+minilm-cpu/ holds the reports of minilm-cpu/run.sh.
 """
 import json
 import sys
@@ -37,6 +39,13 @@ def main():
              "|---|---|---|---|---|---|---|"]
     for label, data, system in rows:
         cells = [cell(by_data[data][name], system, p) for name in EVALUATIONS for p in ("strict", "biosyn")]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    minilm = {name: json.loads((Path("minilm-cpu") / f"{name}.json").read_text()) for name in EVALUATIONS}
+    lines += ["", "| MiniLM chain, seed 42 (GPU-trained, scored on the Xeon) | dev strict | dev biosyn | NCBI test strict | test biosyn | BC5CDR strict | BC5CDR biosyn |",
+              "|---|---|---|---|---|---|---|"]
+    for label, system in (("+ DHNS", "dhns-model"), ("+ re-ranker (both corpora), no memory", "dhns-model + re-ranker"),
+                          ("+ memory", "dhns-model + memory"), ("+ memory + re-ranker (both corpora)", "dhns-model + memory + re-ranker")):
+        cells = [cell(minilm[name], system, p) for name in EVALUATIONS for p in ("strict", "biosyn")]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     Path("scores.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
