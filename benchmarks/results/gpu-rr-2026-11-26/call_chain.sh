@@ -12,5 +12,6 @@ if [ ! -f "$W/mpnet/config.json" ]; then
   cat "$D"/parts/mpnet-fp16.tar.xz.part* | xz -dc | tar -C "$W" -xf - || exit 4
   PYTHONPATH=$D/site python3 benchmarks/results/gpu-sap-2026-11-26/convert_model.py "$W/mpnet-fp16" "$W/mpnet" float32 2>&1 | tail -1 || exit 4
 fi
-RR_BASE=${RR_BASE:-$W/mpnet} D=$D W=$W bash benchmarks/results/gpu-mpnet-2026-11-26/call_mpnet_chain.sh
-[ -z "${SKIP_NCBI:-}" ] && D=$D W=$W RR_BASE=${RR_BASE:-$W/mpnet} bash benchmarks/results/gpu-rr-2026-11-26/call_rr_ncbi.sh
+export D W RR_BASE=${RR_BASE:-$W/mpnet}
+bash benchmarks/results/gpu-mpnet-2026-11-26/call_mpnet_chain.sh
+bash benchmarks/results/gpu-rr-2026-11-26/call_rr_ncbi.sh
