@@ -5,9 +5,12 @@ The linker: the offline MiniLM over MEDIC (or --model). The docs: NCBI-disease t
 mentions as doc.ents. Each setting is timed `--rounds` times, interleaved, with the linker's vector cache
 emptied before each pass (cold: every distinct mention encoded again). The re-ranker's cost does not
 depend on its weights, so any one-output cross-encoder folder measures it; by default the offline MiniLM
-with an untrained head, the base `train-reranker` starts from.
+with an untrained head, the base `train-reranker` starts from. `--context-words N` also times each
+re-ranker reading N words on each side of every mention (`train-reranker --context-words`): each
+occurrence is then re-ranked on its own, in pairs of up to 128 word pieces.
 
-Usage: python benchmarks/bench_reranker.py [--data ../shared/data] [--reranker FOLDER]... [--rerank-k 5 --rerank-k 10 ...] [--threads N]
+Usage: python benchmarks/bench_reranker.py [--data ../shared/data] [--reranker FOLDER]... [--rerank-k 5 --rerank-k 10 ...]
+       [--context-words 8 ...] [--threads N]
 """
 from __future__ import annotations
 
@@ -24,7 +27,7 @@ import torch
 
 from spacy_sapbert.encoder import offline_default_model
 from spacy_sapbert.readers import read_vocabulary
-from spacy_sapbert.reranker import Reranker
+from spacy_sapbert.reranker import Reranker, default_max_length
 from spacy_sapbert.readers.corpora import documents_to_docs, read_pubtator
 
 
@@ -45,6 +48,7 @@ def main() -> None:
     parser.add_argument("--model", default=None, help="The linker's encoder (default: the offline MiniLM).")
     parser.add_argument("--reranker", action="append", default=None, help="Re-ranker folders (default: the offline MiniLM).")
     parser.add_argument("--rerank-k", type=int, action="append", default=None, help="Candidates re-scored per mention (default: 5 and 10).")
+    parser.add_argument("--context-words", type=int, action="append", default=[], help="Also time the re-rankers reading N words around each mention.")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     args = parser.parse_args()
@@ -61,33 +65,36 @@ def main() -> None:
     start = time.perf_counter()
     linker.initialize(vocabulary=list(read_vocabulary(args.data / "medic" / "medic_06Jul2012.txt", "medic")))
     build_seconds = time.perf_counter() - start
-    loaded = {}
+    loaded = {}  # (folder, context words): a re-ranker reading that many words around each mention
     for folder in rerankers:
         linker.set_reranker(folder)
-        loaded[folder] = linker.reranker
+        loaded[(folder, 0)] = linker.reranker
+        for words in args.context_words:
+            reranker = loaded[(folder, words)] = Reranker(folder, device=str(linker.reranker.device))
+            reranker.context_words, reranker.max_length = words, default_max_length(words)
     docs = documents_to_docs(nlp, read_pubtator(args.data / "ncbi-disease" / "NCBItestset_corpus.txt"))
     n_mentions = sum(len(d.ents) for d in docs)
     n_distinct = len({linker.normalizer.query(e.text) for d in docs for e in d.ents})
 
-    settings = [(None, max(ks))] + [(r, k) for r in rerankers for k in ks]
+    settings = [(None, 0, max(ks))] + [(r, w, k) for r in rerankers for w in [0, *args.context_words] for k in ks]
     seconds = {s: [] for s in settings}
     pass_seconds(linker, docs[:5], None, max(ks))  # warm-up: first calls load kernels
     for _ in range(args.rounds):
-        for reranker, k in settings:
-            seconds[(reranker, k)].append(pass_seconds(linker, docs, loaded.get(reranker), k))
+        for reranker, words, k in settings:
+            seconds[(reranker, words, k)].append(pass_seconds(linker, docs, loaded.get((reranker, words)), k))
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
     print(f"machine: {platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}")
     print(f"linker: {model} over MEDIC ({len(linker.index.names)} names, built in {build_seconds:.0f} s), k = {max(ks)}")
     print(f"NCBI-disease test: {len(docs)} docs, {n_mentions} gold mentions, {n_distinct} distinct normalized strings")
-    print("| re-ranker | rerank_k | pairs scored (at most) | seconds per pass (median of rounds) | mentions/s | cost beside the linker alone |")
-    print("|---|---|---|---|---|---|")
-    alone = statistics.median(seconds[(None, max(ks))])
-    for reranker, k in settings:
-        median = statistics.median(seconds[(reranker, k)])
+    print("| re-ranker | context words | rerank_k | pairs scored (at most) | seconds per pass (median of rounds) | mentions/s | cost beside the linker alone |")
+    print("|---|---|---|---|---|---|---|")
+    alone = statistics.median(seconds[(None, 0, max(ks))])
+    for reranker, words, k in settings:
+        median = statistics.median(seconds[(reranker, words, k)])
         name = Path(reranker).name if reranker else "none (the linker alone)"
-        pairs = n_distinct * k if reranker else 0
-        print(f"| {name} | {k if reranker else '-'} | {pairs} | {median:.2f} | {n_mentions / median:.0f} | {median / alone:.1f}x |")
+        pairs = (n_mentions if words else n_distinct) * k if reranker else 0  # with context, each occurrence
+        print(f"| {name} | {words} | {k if reranker else '-'} | {pairs} | {median:.2f} | {n_mentions / median:.0f} | {median / alone:.1f}x |")
     print(f"peak resident memory: {peak_mb:.0f} MB")
 
 

@@ -28,7 +28,7 @@ from .errors import IndexFormatError, NotInitializedError, SapbertError
 from .index import Candidate, ConceptIndex, check_vector_settings, encoder_settings
 from .index_types import CONFIG_INDEX_TYPES, DEFAULT_NPROBE, DEFAULT_SHORTLIST
 from .kb import Concept
-from .context import MIN_WINDOW
+from .context import MIN_WINDOW, MentionInContext
 from .kb_view import KnowledgeBaseView
 from .memory import MemorySettings, MentionMemory
 from .normalizer import Normalizer
@@ -105,6 +105,15 @@ def _get_kb_ents(span: Span) -> Optional[List[Candidate]]:
 
 def _set_kb_ents(span: Span, value: Optional[List[Candidate]]) -> None:
     span.doc.user_data[_kb_ents_key(span)] = value
+
+
+def mentions_in_context(spans: Sequence[Span]) -> List[MentionInContext]:
+    """Each span as a character span of its doc's text (each doc's text built once: `Doc.text` joins its tokens)."""
+    texts: Dict[int, str] = {}
+    for span in spans:
+        if id(span.doc) not in texts:
+            texts[id(span.doc)] = span.doc.text
+    return [MentionInContext(texts[id(span.doc)], span.start_char, span.end_char) for span in spans]
 
 
 def install_extensions() -> None:
@@ -451,7 +460,8 @@ class SapbertLinker(Pipe):
     def link_spans(self, spans: Sequence[Span]) -> List[List[Candidate]]:
         """Candidates for each span, as `span._.kb_ents` gets them: each distinct query string is encoded
         once (once per set of allowed types, when `types_by_label` gives labels different ones); with
-        `context_window`, each span is encoded inside its doc (`search_in_context`)."""
+        `context_window`, each span is encoded inside its doc (`search_in_context`); a re-ranker with
+        `context_words` reads each span in its doc."""
         results: List[List[Candidate]] = [[] for _ in spans]
         groups: Dict[Tuple[str, ...], List[int]] = {}
         for i, span in enumerate(spans):
@@ -460,16 +470,21 @@ class SapbertLinker(Pipe):
             if self.context_window:
                 candidates = self.search_in_context([spans[i] for i in members], types=types)
             else:
-                candidates = self.search_texts([self.query_text(spans[i]) for i in members], types=types)
+                contexts = mentions_in_context([spans[i] for i in members]) if self.reranker and self.reranker.context_words else None
+                candidates = self.search_texts([self.query_text(spans[i]) for i in members], types=types, contexts=contexts)
             for i, hits in zip(members, candidates):
                 results[i] = hits
         return results
 
-    def search_texts(self, texts: Sequence[str], types: Sequence[str] = ()) -> List[List[Candidate]]:
+    def search_texts(
+        self, texts: Sequence[str], types: Sequence[str] = (), contexts: Optional[Sequence[Optional[MentionInContext]]] = None
+    ) -> List[List[Candidate]]:
         """Ranked (id, score) candidates for each text: those of `ranked` above the threshold, re-ordered by the
         re-ranker when there is one (its first `rerank_k`, with its scores), cut to max_entities_per_mention.
 
-        Texts are normalized by the index's normalizer; each distinct normalized string is encoded once.
+        Texts are normalized by the index's normalizer; each distinct normalized string is encoded once, and
+        re-ranked once, or once per distinct context (`contexts`: where each text was written, or None) when the
+        re-ranker reads `context_words` around the mention.
         `types`: only concepts with one of these types are candidates (empty: any), still `k` of them; so
         are only concepts with a name from one of `sources`, when that config key is set.
         """
@@ -477,18 +492,25 @@ class SapbertLinker(Pipe):
         distinct = sorted({key for key in keys if is_linkable(key)})
         if not distinct:
             return [[] for _ in texts]
-        concept_hits = [self._above_threshold(hits) for hits in self.ranked(distinct, types)]
-        if self.reranker is not None:
-            concept_hits = rerank_hits(self.reranker, distinct, concept_hits, self.concept, self.normalizer, self.rerank_k or self.k)
-        by_key = {key: hits[: self.max_entities_per_mention] for key, hits in zip(distinct, concept_hits)}
-        return [by_key.get(key, []) for key in keys]
+        by_key = dict(zip(distinct, (self._above_threshold(hits) for hits in self.ranked(distinct, types))))
+        if self.reranker is None:
+            return [by_key.get(key, [])[: self.max_entities_per_mention] for key in keys]
+        reads_context = bool(self.reranker.context_words and contexts)
+        units = [(key, contexts[i] if reads_context else None) for i, key in enumerate(keys)]
+        distinct_units = list(dict.fromkeys(unit for unit in units if unit[0] in by_key))
+        reranked = rerank_hits(
+            self.reranker, [key for key, _ in distinct_units], [by_key[key] for key, _ in distinct_units], self.concept,
+            self.normalizer, self.rerank_k or self.k, contexts=[where for _, where in distinct_units],
+        )
+        by_unit = {unit: hits[: self.max_entities_per_mention] for unit, hits in zip(distinct_units, reranked)}
+        return [by_unit.get(unit, []) for unit in units]
 
     def search_in_context(self, spans: Sequence[Span], types: Sequence[str] = ()) -> List[List[Candidate]]:
         """Candidates for each span encoded in its doc, marked [Ms] ... [Me] in a window of `context_window`
         word pieces (`context`), as the encoder was trained with `train-dhns --context-window`. The span
         is read as written (no long form: the context carries it); the mention memory, whose vectors are
         context-free, and the string re-ranker are not combined with it."""
-        from .context import MentionInContext, has_markers, infer_context_vectors
+        from .context import has_markers, infer_context_vectors
 
         encoder = self._require_encoder()
         if not has_markers(encoder.tokenizer):
@@ -502,7 +524,7 @@ class SapbertLinker(Pipe):
         results: List[List[Candidate]] = [[] for _ in spans]
         if not linkable:
             return results
-        items = [MentionInContext(spans[i].doc.text, spans[i].start_char, spans[i].end_char) for i in linkable]
+        items = mentions_in_context([spans[i] for i in linkable])
         vectors = infer_context_vectors(encoder.runtime, encoder.tokenizer, items, window=self.context_window,
                                         device=encoder.device, chunk_size=encoder.batch_size)
         hits = self._require_index().search(vectors, self.k, self.allowed_rows(types))

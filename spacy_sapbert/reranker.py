@@ -16,8 +16,15 @@ by default in training, chosen on NCBI-disease dev), so it learns a correction o
 from nothing: an untrained head leaves the bi-encoder's order, and a few thousand training mentions
 (all a CPU affords) do not have to relearn what the bi-encoder knows. None: the cross-encoder alone.
 
+With `context_words` (0: off) the mention side is read in its text: the words around it, normalized like
+the mention, with the mention bracketed, ``left words [ mention ] right words`` (BLINK's cross-encoder
+reads its mentions so). A corpus may link one string to different concepts by its context (BC5CDR
+annotates "hepatitis" after a drug as Drug-Induced Liver Injury), which the mention alone cannot show.
+Every occurrence is then re-ranked on its own, not once per distinct string; text without a document
+(`search_texts` without contexts) is read as a mention with no words around it.
+
 A re-ranker folder holds the Hugging Face model and tokenizer and ``reranker.json``: how pairs are
-built (`max_length`, `max_names`), `bi_temperature`, and what it was trained on: the fingerprint of the bi-encoder whose
+built (`max_length`, `max_names`, `context_words`), `bi_temperature`, and what it was trained on: the fingerprint of the bi-encoder whose
 candidates it learned to re-order and the normalizer's settings. A pipeline with another encoder or
 normalizer refuses it at load.
 """
@@ -30,6 +37,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import numpy
 import torch
 
+from .context import MentionInContext
 from .encoder import load_pretrained, resolve_device, save_pretrained
 from .errors import IndexFormatError, SapbertError
 from .io import atomic_write_text
@@ -38,6 +46,13 @@ from .kb import Concept
 META_FILE = "reranker.json"
 FORMAT_VERSION = 1
 NAME_SEPARATOR = " ; "
+MENTION_BRACKETS = ("[", "]")
+CONTEXT_CHARS_PER_WORD = 40  # characters read per context word wanted: a window, not the whole document
+
+
+def default_max_length(context_words: int) -> int:
+    """Word pieces per pair when none is set: 64, and 128 when the mention side carries its context."""
+    return 128 if context_words else 64
 
 
 def trigrams(text: str) -> set:
@@ -54,6 +69,32 @@ def candidate_text(query: str, concept: Concept, normalize=str, max_names: int =
     query_grams = trigrams(query)
     scored = sorted(range(len(synonyms)), key=lambda i: -len(query_grams & trigrams(synonyms[i])))
     return NAME_SEPARATOR.join([canonical] + [synonyms[i] for i in scored[: max_names - 1]])
+
+
+def context_around(where: MentionInContext, words: int) -> Tuple[str, str]:
+    """The `words` whitespace-separated words before and after the mention in its text (fewer at the text's ends)."""
+    if words <= 0:
+        return "", ""
+    reach = words * CONTEXT_CHARS_PER_WORD
+    window_start = max(0, where.start - reach)
+    left = where.text[window_start : where.start].split()
+    if window_start > 0 and left and not where.text[window_start - 1].isspace():
+        left = left[1:]  # the window began inside a word
+    right_end = where.end + reach
+    right = where.text[where.end : right_end].split()
+    if right_end < len(where.text) and right and not where.text[right_end].isspace():
+        right = right[:-1]
+    return " ".join(left[-words:]), " ".join(right[:words])
+
+
+def mention_side(query: str, where: Optional[MentionInContext], words: int, normalize=str) -> str:
+    """The first text of a pair: the normalized mention `query`, or with `words` > 0 ``left [ query ] right``, the
+    context normalized by `normalize` (none when `where` is None, e.g. a bare string)."""
+    if words <= 0:
+        return query
+    left, right = context_around(where, words) if where is not None else ("", "")
+    opening, closing = MENTION_BRACKETS
+    return " ".join(part for part in (normalize(left), opening, query, closing, normalize(right)) if part)
 
 
 def pair_truncation(tokenizer, queries: Sequence[str], max_length: int) -> str:
@@ -88,7 +129,8 @@ class Reranker:
 
         self.name = str(model)
         self.meta: Dict[str, Any] = read_meta(Path(self.name)) if Path(self.name).is_dir() else {}
-        self.max_length = int(max_length or self.meta.get("max_length", 64))
+        self.context_words = int(self.meta.get("context_words", 0))
+        self.max_length = int(max_length or self.meta.get("max_length") or default_max_length(self.context_words))
         self.max_names = int(max_names or self.meta.get("max_names", 4))
         self.bi_temperature: Optional[float] = self.meta.get("bi_temperature")
         self.batch_size = batch_size
@@ -120,12 +162,16 @@ class Reranker:
         """The Hugging Face folder and reranker.json (`trained_on` replaces the recorded one when given)."""
         folder = Path(folder)
         save_pretrained(folder, self.model, self.tokenizer)
-        write_meta(folder, self.max_length, self.max_names, trained_on if trained_on is not None else self.trained_on, self.bi_temperature)
+        trained_on = trained_on if trained_on is not None else self.trained_on
+        write_meta(folder, self.max_length, self.max_names, trained_on, self.bi_temperature, self.context_words)
 
 
-def write_meta(folder: Path, max_length: int, max_names: int, trained_on: Mapping[str, Any], bi_temperature: Optional[float] = None) -> None:
+def write_meta(
+    folder: Path, max_length: int, max_names: int, trained_on: Mapping[str, Any], bi_temperature: Optional[float] = None,
+    context_words: int = 0,
+) -> None:
     meta = {
-        "format_version": FORMAT_VERSION, "max_length": max_length, "max_names": max_names,
+        "format_version": FORMAT_VERSION, "max_length": max_length, "max_names": max_names, "context_words": context_words,
         "bi_temperature": bi_temperature, "trained_on": dict(trained_on),
     }
     atomic_write_text(folder / META_FILE, json.dumps(meta, indent=2) + "\n")
@@ -167,14 +213,17 @@ def combined_logits(logits, bi_scores, bi_temperature: Optional[float]):
 
 
 def rerank_hits(
-    reranker: Reranker, queries: Sequence[str], hits: Sequence[List[Tuple[str, float]]], concept_of, normalize, k: int
+    reranker: Reranker, queries: Sequence[str], hits: Sequence[List[Tuple[str, float]]], concept_of, normalize, k: int,
+    contexts: Optional[Sequence[Optional[MentionInContext]]] = None,
 ) -> List[List[Tuple[str, float]]]:
     """Each query's first `k` hits re-ordered by the re-ranker's score (sigmoid of `combined_logits`, in
-    [0, 1]); hits below the first `k` are left out. `concept_of(id)` gives the Concept of a hit."""
+    [0, 1]); hits below the first `k` are left out. `concept_of(id)` gives the Concept of a hit; `contexts`
+    (one per query, or None) where each query was written, read when the re-ranker has `context_words`."""
     pairs, owners, bi_scores = [], [], []
     for q, (query, query_hits) in enumerate(zip(queries, hits)):
+        side = mention_side(query, contexts[q] if contexts else None, reranker.context_words, normalize)
         for concept_id, bi_score in query_hits[:k]:
-            pairs.append((query, candidate_text(query, concept_of(concept_id), normalize, reranker.max_names)))
+            pairs.append((side, candidate_text(query, concept_of(concept_id), normalize, reranker.max_names)))
             owners.append((q, concept_id))
             bi_scores.append(bi_score)
     logits = combined_logits(reranker.score(pairs), numpy.asarray(bi_scores, dtype="float32"), reranker.bi_temperature)

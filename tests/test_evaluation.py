@@ -109,6 +109,29 @@ def test_composite_is_a_hit_only_when_every_part_is():
     assert ranks == [1, None] and metrics["acc@1"] == 0.5
 
 
+def test_a_retriever_that_reads_context_ranks_each_place_of_a_query_and_gets_it_from_the_document():
+    """A re-ranker with context words sees one string twice when it is written in two places; the mentions of a
+    document carry their place, and a composite's parts are read at the whole mention's place."""
+    text = "drug induced hepatitis; viral hepatitis and hepatitis or cirrhosis"
+    spans = [(13, 22, "D1"), (30, 39, "D2"), (44, 66, "D1|D3")]
+    document = Document("1", text, [Mention(a, b, text[a:b], "Disease", gold) for a, b, gold in spans])
+    mentions, _ = mentions_from_documents([document], Preprocessing(abbreviations=False))
+    assert [(m.where.start, m.where.end) for m in mentions] == [(a, b) for a, b, _ in spans] and mentions[0].where.text == text
+    asked = []
+
+    class ByPlace:
+        reads_context = True
+
+        def rank(self, texts, k, contexts):
+            asked.extend(zip(texts, [(c.start, c.end) for c in contexts]))
+            return [[("D1", 0.9)] if c.start < 20 or q == "cirrhosis" else [("D2", 0.9)] for q, c in zip(texts, contexts)]
+
+    kb = KnowledgeBase([Concept("D1", "Drug-induced liver injury"), Concept("D2", "Viral hepatitis"), Concept("D3", "Cirrhosis")])
+    _, ranks = score_retriever(ByPlace(), mentions, kb)
+    assert ranks == [1, 1, None]  # the composite's "hepatitis" part, read at its place, is D2: a miss
+    assert sorted(asked) == [("cirrhosis", (44, 66)), ("hepatitis", (13, 22)), ("hepatitis", (30, 39)), ("hepatitis", (44, 66))]
+
+
 def test_exact_match_ranks_a_shared_name_as_the_linker_does():
     """The baseline orders the concepts of a shared name by the index's TIE_ORDER: canonical names first."""
     shared = [Concept("S", "Steinert disease", ["DM"]), Concept("P", "DM"), Concept("Q", "dm")]

@@ -8,8 +8,9 @@ import torch
 
 from spacy_sapbert.errors import SapbertError
 from spacy_sapbert.kb import Concept
-from spacy_sapbert.reranker import Reranker, candidate_text, rerank_hits, write_meta
-from spacy_sapbert.training.reranker import RerankerConfig, concept_score, group_loss, mine_groups, train_reranker
+from spacy_sapbert.context import MentionInContext
+from spacy_sapbert.reranker import Reranker, candidate_text, context_around, mention_side, rerank_hits, write_meta
+from spacy_sapbert.training.reranker import RerankerConfig, concept_score, epoch_mention_sides, group_loss, mine_groups, train_reranker
 
 CONCEPTS = [
     Concept("D1", "Heart failure", ["cardiac failure", "heart decompensation", "HF"]),
@@ -104,7 +105,7 @@ def test_mine_groups_puts_the_gold_first_and_counts_what_it_left_out(linker_pipe
     from spacy_sapbert.readers.corpora import read_pubtator
 
     linker = spacy.load(linker_pipeline).get_pipe("sapbert_linker")
-    mentions = [(m.text, m.gold) for d in read_pubtator(pubtator(tmp_path)) for m in d.mentions]
+    mentions = [(m.text, m.gold, None) for d in read_pubtator(pubtator(tmp_path)) for m in d.mentions]
     groups, counts = mine_groups(linker, mentions, candidates=3, max_names=2)
     assert counts["kept"] + counts["alternative"] == 7 and counts["alternative"] == 1
     assert counts["combination"] == 1 and counts["unknown"] == 1 and counts["groups"] == 7
@@ -173,3 +174,103 @@ def test_a_reranker_of_another_encoder_is_refused_and_rerank_k_above_k_is_a_conf
         linker.set_reranker(tmp_path / "rr")
     with pytest.raises(SapbertError, match=r"`rerank_k` \(11\) is larger than `k` \(10\)"):
         spacy.blank("en").add_pipe("sapbert_linker", config={"model": tiny_bert, "rerank_k": 11})
+
+
+# context: the mention read in its text ------------------------------------------------------------
+
+
+def test_context_around_takes_whole_words_on_each_side_and_fewer_at_the_ends():
+    text = "Acetaminophen-induced hepatitis, after 3 doses; no viral cause."
+    where = MentionInContext(text, text.index("hepatitis"), text.index("hepatitis") + len("hepatitis"))
+    assert context_around(where, 1) == ("Acetaminophen-induced", ",")  # whitespace-separated: the comma is a word
+    assert context_around(where, 3) == ("Acetaminophen-induced", ", after 3")
+    assert context_around(where, 0) == ("", "")
+    start = text.index("viral")
+    assert context_around(MentionInContext(text, start, start + 5), 2) == ("doses; no", "cause.")
+    long = "x" * 500 + " left words here MENTION right words " + "y" * 500  # the window starts inside the x's
+    at = long.index("MENTION")
+    assert context_around(MentionInContext(long, at, at + 7), 5) == ("left words here", "right words")
+
+
+def test_mention_side_brackets_the_normalized_mention_in_its_normalized_context():
+    text = "Drug-Induced HEPATITIS in two patients"
+    where = MentionInContext(text, 13, 22)
+    assert mention_side("hepatitis", where, 2, str.lower) == "drug-induced [ hepatitis ] in two"
+    assert mention_side("hepatitis", where, 0, str.lower) == "hepatitis"  # the mention alone, as before
+    assert mention_side("hepatitis", None, 2, str.lower) == "[ hepatitis ]"  # a bare string: no words around it
+
+
+def test_mine_groups_keeps_every_place_of_a_mention_and_an_epoch_reads_one_drawn_by_the_seed(linker_pipeline):
+    linker = spacy.load(linker_pipeline).get_pipe("sapbert_linker")
+    places = [MentionInContext(f"case {i}: hepatoma again", 8, 16) for i in range(5)]
+    mentions = [("hepatoma", "D2", where) for where in places] + [("nephropathy", "D3", None)]
+    groups, counts = mine_groups(linker, mentions, candidates=3, max_names=2)
+    assert counts["groups"] == 2  # one group per distinct (mention, gold), not per place
+    by_query = {g.query: g for g in groups}
+    assert by_query["hepatoma"].contexts == places and by_query["nephropathy"].contexts == []
+    sides = [epoch_mention_sides(groups, linker, 1, seed=42, epoch=e) for e in range(6)]
+    assert sides[0] == epoch_mention_sides(groups, linker, 1, seed=42, epoch=0)  # a resumed epoch reads the same
+    assert {s[0] for s in sides} <= {f"{i}: [ hepatoma ] again" for i in range(5)} and len({s[0] for s in sides}) > 1
+    assert {s[1] for s in sides} == {"[ nephropathy ]"}
+    assert epoch_mention_sides(groups, linker, 0, seed=42, epoch=0) == ["hepatoma", "nephropathy"]
+
+
+def hepatitis_corpus(tmp_path):
+    """One string, two concepts: "hepatitis" after a drug is D2 here, after "viral" it is D5, as BC5CDR links
+    drug-induced hepatitis to Drug-Induced Liver Injury."""
+    lines = []
+    for pmid in range(12):
+        cause, gold = ("aspirin induced", "D2") if pmid % 2 else ("chronic viral", "D5")
+        text = f"patient with {cause} hepatitis today"
+        start = text.index("hepatitis")
+        lines += [f"{pmid}|t|{text}", f"{pmid}|a|", f"{pmid}\t{start}\t{start + 9}\thepatitis\tDisease\t{gold}", ""]
+    corpus = tmp_path / "hepatitis.txt"
+    corpus.write_text("\n".join(lines) + "\n", encoding="utf8")
+    return corpus
+
+
+def hepatitis_docs(nlp):
+    docs = [nlp.make_doc(f"patient with {cause} hepatitis today") for cause in ("aspirin induced", "chronic viral")]
+    for doc in docs:
+        doc.ents = [doc.char_span(doc.text.index("hepatitis"), doc.text.index("hepatitis") + 9, label="Disease")]
+    return docs
+
+
+def test_a_context_reranker_learns_what_the_words_around_a_mention_say_and_the_pipeline_reads_them(tmp_path, tiny_bert):
+    concepts = CONCEPTS + [Concept("D5", "Viral hepatitis", ["hepatitis", "virus hepatitis"])]
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sapbert_linker", config={"model": tiny_bert, "device": "cpu", "k": 4}).initialize(vocabulary=concepts)
+    nlp.to_disk(tmp_path / "pipe")
+    torch.manual_seed(0)
+    config = RerankerConfig(model=tiny_bert, pipeline=str(tmp_path / "pipe"), output=str(tmp_path / "run"),
+                            corpora=[str(hepatitis_corpus(tmp_path))], candidates=4, context_words=3, batch_size=2, lr=2e-3,
+                            epochs=60, log_every=10, device="cpu", progress=False, bi_temperature=0)
+    model_dir = train_reranker(config)
+    meta = json.loads((model_dir / "reranker.json").read_text())
+    assert meta["context_words"] == 3 and meta["max_length"] == 128  # the default pair length with context
+
+    linker = nlp.get_pipe("sapbert_linker")
+    linker.set_reranker(model_dir)
+    assert linker.reranker.context_words == 3
+    docs = hepatitis_docs(nlp)
+    drug, viral = (doc.ents[0]._.kb_ents for doc in nlp.pipe(docs))
+    assert drug[0][0] == "D2" and viral[0][0] == "D5"  # one string, two links: the context decides
+    [bare] = linker.search_texts(["hepatitis"])  # no document: the mention with no words around it
+    places = [MentionInContext(doc.text, doc.ents[0].start_char, doc.ents[0].end_char) for doc in docs]
+    assert linker.search_texts(["hepatitis", "hepatitis"], contexts=places) == [drug, viral]
+    assert [bare] == linker.search_texts(["hepatitis"], contexts=[None]) and bare not in (drug, viral)
+    nlp.to_disk(tmp_path / "with")  # saved inside the pipeline, it still reads the context
+    loaded = spacy.load(tmp_path / "with")
+    assert [doc.ents[0]._.kb_ents for doc in loaded.pipe(hepatitis_docs(loaded))] == [drug, viral]
+
+    resumed = RerankerConfig(**{**config.__dict__, "context_words": 0, "epochs": 61})
+    with pytest.raises(SapbertError, match="trained with context_words=3, this run has context_words=0"):
+        train_reranker(resumed, resume=True)
+
+
+@pytest.mark.parametrize("setting, value", [("context_words", -1), ("max_length", 4), ("candidates", 1)])
+def test_a_bad_reranker_setting_is_an_error_naming_it(setting, value):
+    config = RerankerConfig(model="m", pipeline="p", output="o", corpora=["c"], **{setting: value})
+    with pytest.raises(SapbertError, match=f"{setting}={value}"):
+        config.validate()
+    assert RerankerConfig(model="m", pipeline="p", output="o", corpora=["c"], context_words=8).pair_length == 128

@@ -33,7 +33,7 @@ DHNS_VALUES = {
 }
 RERANKER_VALUES = {
     "model": ("m", "m"), "pipeline": ("pipe", "pipe"), "output": ("OUT", "OUT"), "component": ("linker", "linker"),
-    "labels": (["Disease"], ["Disease"]), "candidates": ("6", 6), "max_length": ("40", 40), "max_names": ("3", 3),
+    "labels": (["Disease"], ["Disease"]), "candidates": ("6", 6), "max_length": ("40", 40), "context_words": ("5", 5), "max_names": ("3", 3),
     "bi_temperature": ("0.2", 0.2), "batch_size": ("5", 5), "lr": ("0.003", 0.003), "weight_decay": ("0.5", 0.5),
     "epochs": ("2", 2), "seed": ("4", 4), "log_every": ("3", 3), "device": ("cpu", "cpu"), "amp": (None, False),
     "cpu_bf16": ("--cpu-bf16", True), "progress": (None, False),

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from ..abbreviations import expand_abbreviations, find_abbreviations
+from ..context import MentionInContext
 from ..normalizer import Normalizer
 from ..preprocess import gold_ids, is_cuiless, split_composite
 from ..readers.corpora import Document, Query
@@ -14,12 +15,14 @@ from ..readers.corpora import Document, Query
 @dataclass
 class EvalMention:
     """One scored mention: its query strings as written (one, or one per composite part, abbreviations
-    resolved), normalized later by the system that searches them, and its gold id set."""
+    resolved), normalized later by the system that searches them, its gold id set, and where it was
+    written (`where`, for a re-ranker that reads context; None for query-only corpora)."""
 
     text: str
     gold: str
     queries: List[str]
     doc_id: str = ""
+    where: Optional[MentionInContext] = None
 
     @property
     def gold_set(self) -> set:
@@ -71,7 +74,8 @@ def mentions_from_documents(
             parts = mention_parts(mention.text, mention.gold, mention.parts)
             if abbreviations:
                 parts = [expand_abbreviations(document.text, part, abbreviations) for part in parts]
-            mentions.append(EvalMention(mention.text, mention.gold, parts, document.id))
+            where = MentionInContext(document.text, mention.start, mention.end)
+            mentions.append(EvalMention(mention.text, mention.gold, parts, document.id, where))
     return mentions, cuiless
 
 

@@ -58,7 +58,8 @@ def miss_record(
     mention: EvalMention, rank: Optional[int], ranked: Mapping[str, Sequence[Candidate]], kb: KnowledgeBase, top: int = 5
 ) -> dict:
     """A mention not ranked first, for error analysis: its gold (with names), the gold's rank (None: not in
-    the top k) and each query's first `top` candidates with their canonical names and scores."""
+    the top k) and each query's first `top` candidates (`ranked`: this mention's, by query) with their
+    canonical names and scores."""
 
     def name_of(concept_id: str) -> str:
         concept = kb.get(concept_id)
@@ -80,20 +81,28 @@ def miss_record(
 def score_retriever(
     retriever, mentions: Sequence[EvalMention], kb: KnowledgeBase, k: int = max(KS), misses: Optional[list] = None
 ) -> Tuple[Dict[str, float], List[Optional[int]]]:
-    """Metrics and per-mention ranks; every distinct query string is searched once. With `misses` (a list),
+    """Metrics and per-mention ranks; every distinct query string is searched once (once per distinct place in
+    its text when the retriever `reads_context`: a re-ranker with context words). With `misses` (a list),
     a `miss_record` is appended for every mention whose gold is not ranked first. `shared_acc@1` counts a
     gold that ties exactly with the first candidate as a hit (`gold_rank(shared=True)`), as BioSyn's
     evaluation counts a name shared by several concepts; the other metrics rank one concept per place."""
-    distinct = sorted({q for m in mentions for q in m.queries})
-    ranked = dict(zip(distinct, retriever.rank(distinct, k))) if distinct else {}
-    positions = [[gold_position(ranked[q], m.gold_set, kb) for q in m.queries] for m in mentions]
+    reads_context = bool(getattr(retriever, "reads_context", False))
+    units = [{q: (q, m.where if reads_context else None) for q in m.queries} for m in mentions]
+    distinct = sorted(dict.fromkeys(unit for by_query in units for unit in by_query.values()), key=lambda unit: unit[0])
+    ranked_units: Dict = {}
+    if distinct and reads_context:
+        ranked_units = dict(zip(distinct, retriever.rank([q for q, _ in distinct], k, contexts=[where for _, where in distinct])))
+    elif distinct:
+        ranked_units = dict(zip(distinct, retriever.rank([q for q, _ in distinct], k)))
+    ranked = [{q: ranked_units[unit] for q, unit in by_query.items()} for by_query in units]  # per mention, by query
+    positions = [[gold_position(found[q], m.gold_set, kb) for q in m.queries] for m, found in zip(mentions, ranked)]
     ranks = [mention_rank([None if p is None else p + 1 for p in parts]) for parts in positions]
     shared = [
-        mention_rank([None if p is None else tied_rank(ranked[q], p) for q, p in zip(m.queries, parts)])
-        for m, parts in zip(mentions, positions)
+        mention_rank([None if p is None else tied_rank(found[q], p) for q, p in zip(m.queries, parts)])
+        for m, found, parts in zip(mentions, ranked, positions)
     ]
     if misses is not None:
-        misses += [miss_record(m, r, ranked, kb) for m, r in zip(mentions, ranks) if r != 1]
+        misses += [miss_record(m, r, found, kb) for m, r, found in zip(mentions, ranks, ranked) if r != 1]
     metrics = metrics_from_ranks(ranks)
     metrics["shared_acc@1"] = metrics_from_ranks(shared, ks=(1,))["acc@1"]
     return metrics, ranks

@@ -5,6 +5,7 @@ from typing import Callable, Iterable, List, Optional, Sequence, Tuple
 
 import numpy
 
+from ..context import MentionInContext
 from ..extras import require
 from ..index import Candidate, ConceptIndex, name_table
 from ..kb import Concept
@@ -128,8 +129,13 @@ class LinkerRetriever:
         if reranker:
             self.linker.set_reranker(reranker)
 
-    def rank(self, texts: Sequence[str], k: int) -> List[List[Candidate]]:
-        return [hits[:k] for hits in self.linker.search_texts(texts)]
+    @property
+    def reads_context(self) -> bool:
+        """Whether its re-ranker reads the words around a mention (then `rank` wants `contexts`)."""
+        return bool(self.linker.reranker is not None and self.linker.reranker.context_words)
+
+    def rank(self, texts: Sequence[str], k: int, contexts: Optional[Sequence[Optional[MentionInContext]]] = None) -> List[List[Candidate]]:
+        return [hits[:k] for hits in self.linker.search_texts(texts, contexts=contexts)]
 
     def add_names(self, extra: Iterable[Tuple[str, str]]) -> None:
         """The biosyn protocol's extra names, added to the index (only the new names are encoded); an id the

@@ -8,23 +8,29 @@ concepts the bi-encoder ranked nearest. The loss is the cross-entropy of the gol
 group (softmax over the group's logits). Mentions whose gold concept is not in the vocabulary, and
 combinations "A+B", are counted and left out, never used as negatives.
 
+With `context_words`, a group keeps where each of its mentions was written, and each epoch reads the
+group's mention in one of those places (drawn by the seed and the epoch): the candidates do not depend
+on the context, and a string written 40 times stays one group, not 40.
+
 Output folder: ``model/`` (the re-ranker: Hugging Face folder + reranker.json, recording the linker's
 encoder fingerprint and normalizer), ``train_log.jsonl``, ``loss.png``, ``reranker_config.json``,
 ``checkpoints/last`` (after every epoch; ``resume`` continues from it).
 """
 from __future__ import annotations
 
+import random
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import torch
 
+from ..context import MentionInContext
 from ..errors import SapbertError
 from ..extras import require
 from ..preprocess import resolve_gold_id
-from ..reranker import candidate_text, combined_logits, pair_logits, write_meta
+from ..reranker import candidate_text, combined_logits, default_max_length, mention_side, pair_logits, write_meta
 from .checkpoints import CPU_BF16_HELP, require_at_least_one
 from .loop import LossWindow, TrainingRun
 from .options import setting
@@ -45,7 +51,8 @@ class RerankerConfig:
     component: Optional[str] = setting(None, help="The sapbert_linker of the pipeline, when it has several.")
     labels: List[str] = setting([], help="Only mentions with these corpus labels.", flags=("--label",))
     candidates: int = setting(10, help="Candidates per mention (the gold one included); use the pipeline's rerank_k.")
-    max_length: int = setting(64, help="Word pieces per (mention, candidate) pair.")
+    max_length: Optional[int] = setting(None, help="Word pieces per (mention, candidate) pair (default: 64, or 128 with --context-words).")
+    context_words: int = setting(0, help="Words of the mention's document read on each side of it, in training and in the pipeline (0: the mention alone).")
     max_names: int = setting(4, help="Names of a candidate in its text: canonical name, then the synonyms most like the mention.")
     bi_temperature: Optional[float] = setting(
         0.1, help="Add the linker's score / this to the re-ranker's logit, in training and in the pipeline (a learned correction); 0: the cross-encoder alone."
@@ -71,32 +78,47 @@ class RerankerConfig:
             raise SapbertError("training setting lr must be > 0")
         if not self.corpora:
             raise SapbertError("training setting corpora needs at least one file")
+        if self.context_words < 0:
+            raise SapbertError(f"training setting context_words={self.context_words} must be >= 0 (0: the mention alone)")
+        if self.max_length is not None and self.max_length < 8:
+            raise SapbertError(f"training setting max_length={self.max_length} must be at least 8 word pieces")
+
+    @property
+    def pair_length(self) -> int:
+        """max_length, or its default for context_words."""
+        return self.max_length or default_max_length(self.context_words)
 
 
 @dataclass
 class Group:
-    """One training mention: its query text and its candidates (ids, texts, the linker's scores), the gold one first."""
+    """One distinct training mention: its query text and its candidates (ids, texts, the linker's scores), the gold
+    one first, and where it was written (`contexts`, one per occurrence; empty when the mentions came without)."""
 
     query: str
     concept_ids: List[str]
     texts: List[str]
     bi_scores: List[float]
+    contexts: List[MentionInContext] = field(default_factory=list)
 
 
-def mine_groups(linker, mentions: List[Tuple[str, str]], candidates: int, max_names: int) -> Tuple[List[Group], Dict[str, int]]:
-    """Groups of the distinct (query, gold) `mentions` (raw text, raw gold id) and counts of what happened
-    to the golds (`resolve_gold_id`'s outcomes) and gold_missed (kept, with the gold put in)."""
+def mine_groups(
+    linker, mentions: List[Tuple[str, str, Optional[MentionInContext]]], candidates: int, max_names: int
+) -> Tuple[List[Group], Dict[str, int]]:
+    """Groups of the distinct (query, gold) `mentions` (raw text, raw gold id, where it was written or None) and
+    counts of what happened to the golds (`resolve_gold_id`'s outcomes) and gold_missed (kept, with the gold put in)."""
     counts = {"kept": 0, "alternative": 0, "combination": 0, "no_concept": 0, "unknown": 0, "gold_missed": 0}
-    wanted: Dict[Tuple[str, str], None] = {}
-    for text, gold in mentions:
+    wanted: Dict[Tuple[str, str], List[MentionInContext]] = {}
+    for text, gold, where in mentions:
         concept_id, outcome = resolve_gold_id(gold, linker.known_primary_id)
         counts[outcome] += 1
         if concept_id is not None:
-            wanted.setdefault((linker.normalizer.query(text), concept_id), None)
+            contexts = wanted.setdefault((linker.normalizer.query(text), concept_id), [])
+            if where is not None:
+                contexts.append(where)
     queries = sorted({query for query, _ in wanted})
     hits_by_query = dict(zip(queries, linker.ranked(queries)))
     groups = []
-    for query, concept_id in wanted:
+    for (query, concept_id), contexts in wanted.items():
         ranked = hits_by_query[query]
         scores = dict(ranked)
         others = [cid for cid, _ in ranked if cid != concept_id][: candidates - 1]
@@ -104,7 +126,7 @@ def mine_groups(linker, mentions: List[Tuple[str, str]], candidates: int, max_na
         gold_score = scores[concept_id] if concept_id in scores else concept_score(linker, query, concept_id)
         ids = [concept_id, *others]
         texts = [candidate_text(query, linker.concept(cid), linker.normalizer, max_names) for cid in ids]
-        groups.append(Group(query, ids, texts, [gold_score] + [scores[cid] for cid in others]))
+        groups.append(Group(query, ids, texts, [gold_score] + [scores[cid] for cid in others], contexts))
     counts["groups"] = len(groups)
     return groups, counts
 
@@ -128,7 +150,14 @@ class RerankerRun(TrainingRun):
         from transformers import AutoModelForSequenceClassification
 
         from ..encoder import load_pretrained
+        from ..reranker import read_meta
 
+        if self.checkpoint is not None:  # a checkpoint read its mentions one way: resuming may not change it
+            trained = read_meta(Path(self.checkpoint))
+            recorded = {"context_words": trained.get("context_words", 0), "max_length": trained.get("max_length")}
+            for key, value in (("context_words", self.config.context_words), ("max_length", self.config.pair_length)):
+                if recorded[key] != value:
+                    raise SapbertError(f"{self.checkpoint}: trained with {key}={recorded[key]}, this run has {key}={value}; resume with the same setting")
         self.tokenizer, self.model = load_pretrained(
             str(self.checkpoint or self.config.model), model_class=AutoModelForSequenceClassification, num_labels=1
         )
@@ -142,13 +171,26 @@ class RerankerRun(TrainingRun):
         from ..encoder import save_pretrained
 
         save_pretrained(folder, self.model, self.tokenizer)
-        write_meta(Path(folder), self.config.max_length, self.config.max_names, self.trained_on, self.config.bi_temperature or None)
+        config = self.config
+        write_meta(Path(folder), config.pair_length, config.max_names, self.trained_on, config.bi_temperature or None, config.context_words)
 
 
 def group_loss(logits: torch.Tensor, sizes: List[int]) -> torch.Tensor:
     """Mean over groups of -log softmax(gold) within each group; `logits` is the groups' pairs, flat, gold first."""
     losses = [torch.logsumexp(part, 0) - part[0] for part in torch.split(logits, sizes)]
     return torch.stack(losses).mean()
+
+
+def epoch_mention_sides(groups: List[Group], linker, context_words: int, seed: int, epoch: int) -> List[str]:
+    """Each group's mention side for one epoch: its query, or with `context_words` the query in one of its
+    contexts, drawn by (seed, epoch), so a resumed run reads the same ones."""
+    if not context_words:
+        return [group.query for group in groups]
+    draw = random.Random(seed * 1_000_003 + epoch)
+    return [
+        mention_side(group.query, group.contexts[draw.randrange(len(group.contexts))] if group.contexts else None, context_words, linker.normalizer)
+        for group in groups
+    ]
 
 
 def train_reranker(config: RerankerConfig, resume: bool = False) -> Path:
@@ -163,8 +205,8 @@ def train_reranker(config: RerankerConfig, resume: bool = False) -> Path:
     require("matplotlib")
     linker = the_linker(spacy.load(config.pipeline), config.component)
     mentions = [
-        (m.text, m.gold) for path in config.corpora for doc in read_pubtator(path) for m in doc.mentions
-        if not config.labels or m.label in config.labels
+        (m.text, m.gold, MentionInContext(doc.text, m.start, m.end)) for path in config.corpora for doc in read_pubtator(path)
+        for m in doc.mentions if not config.labels or m.label in config.labels
     ]
     groups, counts = mine_groups(linker, mentions, config.candidates, config.max_names)
     if not groups:
@@ -177,15 +219,16 @@ def train_reranker(config: RerankerConfig, resume: bool = False) -> Path:
         generator = torch.Generator().manual_seed(config.seed * 1_000_003 + epoch)
         order = torch.randperm(len(groups), generator=generator).tolist()
         batches = [order[i : i + config.batch_size] for i in range(0, len(order), config.batch_size)]
+        sides = epoch_mention_sides(groups, linker, config.context_words, config.seed, epoch)
         window = LossWindow()
         bar = tqdm(batches, desc=f"epoch {epoch + 1}/{config.epochs}", unit="step", disable=not config.progress, file=sys.stderr)
         for position, rows in enumerate(bar):
             batch = [groups[i] for i in rows]
-            queries = [g.query for g in batch for _ in g.texts]
+            queries = [sides[i] for i in rows for _ in groups[i].texts]
             texts = [t for g in batch for t in g.texts]
             bi_scores = torch.tensor([s for g in batch for s in g.bi_scores], device=run.device)
             with run.autocast():
-                logits = pair_logits(run.net, run.tokenizer, queries, texts, config.max_length, run.device)
+                logits = pair_logits(run.net, run.tokenizer, queries, texts, config.pair_length, run.device)
             logits = combined_logits(logits.float(), bi_scores, config.bi_temperature or None)
             loss = group_loss(logits, [len(g.texts) for g in batch])
             run.backward(loss)
