@@ -134,7 +134,7 @@ def test_project_knn_and_best_workflows_after_all(tmp_path, tiny_bert):
     project_run(project, "best", overrides=overrides)
     reranker = json.loads((project / "training" / "reranker" / "reranker_config.json").read_text())
     assert [Path(c).parent.name for c in reranker["corpora"]] == ["ncbi-disease", "bc5cdr"]  # as dhns, chosen on dev
-    assert reranker["labels"] == dhns["labels"]
+    assert reranker["labels"] == dhns["labels"] and reranker["context_words"] == 8  # the mention read in its document
     choice = json.loads((project / "metrics" / "best-dev.json").read_text())
     candidates = ["training/knn/pipeline", "training/best/with-reranker"]  # as the step names them, in the project folder
     assert [c["pipeline"] for c in choice["candidates"]] == candidates and choice["chosen"] in candidates
