@@ -90,10 +90,10 @@ def score_retriever(
     units = [{q: (q, m.where if reads_context else None) for q in m.queries} for m in mentions]
     distinct = sorted(dict.fromkeys(unit for by_query in units for unit in by_query.values()), key=lambda unit: unit[0])
     ranked_units: Dict = {}
-    if distinct and reads_context:
-        ranked_units = dict(zip(distinct, retriever.rank([q for q, _ in distinct], k, contexts=[where for _, where in distinct])))
-    elif distinct:
-        ranked_units = dict(zip(distinct, retriever.rank([q for q, _ in distinct], k)))
+    if distinct:  # a retriever is never asked for nothing
+        queries = [q for q, _ in distinct]
+        candidates = retriever.rank(queries, k, contexts=[where for _, where in distinct]) if reads_context else retriever.rank(queries, k)
+        ranked_units = dict(zip(distinct, candidates))
     ranked = [{q: ranked_units[unit] for q, unit in by_query.items()} for by_query in units]  # per mention, by query
     positions = [[gold_position(found[q], m.gold_set, kb) for q in m.queries] for m, found in zip(mentions, ranked)]
     ranks = [mention_rank([None if p is None else p + 1 for p in parts]) for parts in positions]
