@@ -15,6 +15,7 @@ Usage: python benchmarks/bench_reranker.py [--data ../shared/data] [--reranker F
 from __future__ import annotations
 
 import argparse
+import copy
 import platform
 import resource
 import statistics
@@ -69,8 +70,8 @@ def main() -> None:
     for folder in rerankers:
         linker.set_reranker(folder)
         loaded[(folder, 0)] = linker.reranker
-        for words in args.context_words:
-            reranker = loaded[(folder, words)] = Reranker(folder, device=str(linker.reranker.device))
+        for words in args.context_words:  # the same weights, read with context: a shallow copy, not a second load
+            reranker = loaded[(folder, words)] = copy.copy(linker.reranker)
             reranker.context_words, reranker.max_length = words, default_max_length(words)
     docs = documents_to_docs(nlp, read_pubtator(args.data / "ncbi-disease" / "NCBItestset_corpus.txt"))
     n_mentions = sum(len(d.ents) for d in docs)
