@@ -153,6 +153,23 @@ def test_resumed_dhns_run_ends_with_the_same_weights(tiny_task, tiny_bert, one_t
         assert torch.equal(a, b), name
 
 
+def test_a_resume_with_other_settings_warns_or_refuses_naming_them(tiny_task, tiny_bert, one_thread):
+    """Other data or optimization settings: a warning naming them, and the run finishes. Another context_window
+    (marker rows in the embeddings): an error naming it, before the checkpoint is touched."""
+    from spacy_sapbert.errors import SapbertError
+    from spacy_sapbert.training.loop import TrainingWarning
+
+    train_dhns(config_for(tiny_task, tiny_bert, tiny_task / "stopped", epochs=1))
+    checkpoint = tiny_task / "stopped" / "checkpoints" / "last"
+    state = (checkpoint / "trainer_state.json").read_text()
+    with pytest.raises(SapbertError, match=r"cannot resume with another context_window \(0 -> 16\)"):
+        train_dhns(config_for(tiny_task, tiny_bert, tiny_task / "stopped", context_window=16), resume=True)
+    assert (checkpoint / "trainer_state.json").read_text() == state
+    with pytest.warns(TrainingWarning, match=r"hard_negatives \(2 -> 1\), lr \(0.001 -> 0.002\)"):
+        model_dir = train_dhns(config_for(tiny_task, tiny_bert, tiny_task / "stopped", hard_negatives=1, lr=2e-3), resume=True)
+    assert json.loads((checkpoint / "trainer_state.json").read_text())["epoch"] == 2 and (model_dir / "config.json").exists()
+
+
 @pytest.mark.parametrize("pooling", ["cls", "mean"])
 def test_mining_vectors_are_the_encoders_normalized_vectors(tiny_bert, pooling, one_thread):
     """DHNS mines with Encoder.encode's vectors, unit length, in eval mode (no dropout), gradients off."""

@@ -2,6 +2,7 @@
 against a loop reference, train-kge, and SAP training with per-pair margins."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -231,3 +232,7 @@ def test_an_earlier_checkpoint_is_refused_without_resume_and_kept(kge_model):
     with pytest.raises(SapbertError, match=r"kge.pt: an earlier run's checkpoint; continue it with resume"):
         train_kge(config)
     assert checkpoint.stat().st_mtime_ns == before
+    recorded = (kge_model / "kge_config.json").read_text()
+    with pytest.raises(SapbertError, match=r"kge.pt: cannot resume with another dim \(8 -> 16\)"):  # not PyKEEN's shape error
+        train_kge(dataclasses.replace(config, dim=16), resume=True)
+    assert checkpoint.stat().st_mtime_ns == before and (kge_model / "kge_config.json").read_text() == recorded

@@ -90,3 +90,22 @@ def test_defaults_of_the_commands_are_the_configs_defaults(monkeypatch, tmp_path
     result = CliRunner().invoke(app, ["train", "p.txt", "--model", tiny_bert, "--output", str(tmp_path / "run")])
     assert result.exit_code == 0, result.output
     assert received == [TrainConfig(model=tiny_bert, output=str(tmp_path / "run"), pairs="p.txt", pooling="cls")]
+
+
+# settings a resumed run may change without a word: where and how it runs, how long, what it shows and logs
+# (the reranker's context_words and max_length are checked against its checkpoint's reranker.json instead)
+RESUME_FREE = {"output", "epochs", "max_steps", "checkpoint_every", "log_every", "device", "amp", "cpu_bf16", "progress"}
+
+
+@pytest.mark.parametrize("module, config_class, checked_elsewhere", [
+    ("trainer", TrainConfig, set()), ("dhns", DhnsConfig, set()), ("reranker", RerankerConfig, {"context_words", "max_length"}),
+])
+def test_a_resume_compares_every_setting_that_changes_the_training(module, config_class, checked_elsewhere):
+    """A new setting must be listed where resume compares it (or among the free ones here): never silently mixed."""
+    import importlib
+
+    trainer = importlib.import_module(f"spacy_sapbert.training.{module}")
+    compared = set(trainer.TRAJECTORY_KEYS) | set(getattr(trainer, "FIXED_KEYS", ()))
+    fields = {field.name for field in dataclasses.fields(config_class)}
+    assert compared <= fields
+    assert fields - compared - checked_elsewhere == RESUME_FREE & fields

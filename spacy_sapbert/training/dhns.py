@@ -46,6 +46,12 @@ from .options import setting
 __all__ = ["DhnsConfig", "MinedExample", "info_nce_loss", "load_examples", "mine_examples", "train_dhns"]
 
 CONFIG_FILE = "dhns_config.json"
+# resuming with another value of these warns; with another context_window (marker rows in the embeddings) is an error
+TRAJECTORY_KEYS = (
+    "model", "corpora", "vocab", "vocab_format", "mesh_trees", "labels", "spell_check", "remove_punctuation", "pooling",
+    "max_length", "batch_size", "hard_negatives", "temperature", "lr", "weight_decay", "encode_chunk", "seed",
+)
+FIXED_KEYS = ("context_window",)
 Query = Union[str, MentionInContext]  # a training mention: normalized text, or the mention in its document
 
 
@@ -294,7 +300,8 @@ def train_dhns(config: DhnsConfig, resume: bool = False) -> Path:
     """Fine-tune `config.model` with DHNS; returns the output model folder.
 
     resume=True continues after the last finished epoch (output/checkpoints/last); an epoch that was
-    interrupted is run again from its start.
+    interrupted is run again from its start. Resuming with another context_window is an error, with other
+    data or optimization settings a TrainingWarning.
     """
     from tqdm import tqdm
 
@@ -303,7 +310,9 @@ def train_dhns(config: DhnsConfig, resume: bool = False) -> Path:
     concepts, examples = load_examples(config)
     space = NameSpace(concepts)
     # 0.2's DHNS optimizer held every parameter, the unused pooler's too: keep it so its checkpoints resume
-    run = TrainingRun.start(config, config_file=CONFIG_FILE, resume=resume, freeze_pooler=False)
+    run = TrainingRun.start(
+        config, config_file=CONFIG_FILE, resume=resume, freeze_pooler=False, trajectory_keys=TRAJECTORY_KEYS, fixed_keys=FIXED_KEYS
+    )
     model, tokenizer, device = run.model, run.tokenizer, run.device
     step = run.state.get("step", 0)
     queries = [query for query, _ in examples]

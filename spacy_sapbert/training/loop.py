@@ -30,7 +30,7 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Protocol
+from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence
 
 import torch
 
@@ -43,7 +43,7 @@ from .checkpoints import (
     rng_state, save_model, seed_everything, set_rng_state, write_dir,
 )
 
-__all__ = ["Distributed", "RunConfig", "TrainingRun", "TrainingWarning", "distributed"]
+__all__ = ["Distributed", "RunConfig", "TrainingRun", "TrainingWarning", "changed_settings", "distributed"]
 
 
 class TrainingWarning(UserWarning):
@@ -113,6 +113,14 @@ class distributed:
             dist.destroy_process_group()
 
 
+def changed_settings(config: Any, state: Mapping[str, Any], keys: Sequence[str]) -> List[str]:
+    """'key (checkpoint's -> this run's)' for each of `keys` whose value differs from the one in the config a
+    checkpoint's state recorded; a key the state lacks (a checkpoint of an older version) is not compared."""
+    old = state.get("config", {})
+    new = json.loads(json.dumps(dataclasses.asdict(config)))  # as the state recorded it: tuples become lists
+    return [f"{key} ({old[key]!r} -> {new[key]!r})" for key in keys if key in old and old[key] != new[key]]
+
+
 def _constant_after_warmup(warmup_steps: int) -> Callable[[int], float]:
     return lambda step: min(1.0, (step + 1) / (warmup_steps + 1)) if warmup_steps else 1.0
 
@@ -180,11 +188,17 @@ class TrainingRun:
     def start(
         cls, config: RunConfig, *, config_file: str, resume: bool, device: Optional[torch.device] = None,
         ctx: Optional[Distributed] = None, warmup_steps: int = 0, freeze_pooler: bool = True,
+        trajectory_keys: Sequence[str] = (), fixed_keys: Sequence[str] = (),
     ) -> "TrainingRun":
         """Seed, load the model (from the checkpoint when resuming), build AdamW and a constant
         learning rate after `warmup_steps`, restore their states, write the config file and (re)start
         the log. `ctx` and `device` come from `distributed` for multi-process runs. freeze_pooler:
-        leave the unused pooler head out of the optimizer (needed by DistributedDataParallel)."""
+        leave the unused pooler head out of the optimizer (needed by DistributedDataParallel).
+
+        Resuming compares the checkpoint's recorded config with this one: a changed `fixed_keys`
+        setting (one that changes what the model is) is a SapbertError, before anything is loaded or
+        written; a changed `trajectory_keys` setting a TrainingWarning (the run continues, unlike an
+        uninterrupted one). Other settings (epochs, device, progress, ...) may change freely."""
         device = device if device is not None else resolve_device(config.device)
         run = cls(config, config_file, device, ctx or Distributed(), warmup_steps, freeze_pooler)
         if resume:
@@ -196,6 +210,7 @@ class TrainingRun:
                 )
             else:
                 run.state = json.loads((run.checkpoint / STATE_FILE).read_text(encoding="utf8"))
+                run._check_resumed_settings(trajectory_keys, fixed_keys)
         seed_everything(config.seed + run.ctx.rank)
         run._load_model()
         run._restore()
@@ -205,6 +220,22 @@ class TrainingRun:
             restart_log(run.log_path, run.state.get("step", 0) if run.checkpoint is not None else None)
         run.started = time.perf_counter()
         return run
+
+    def _check_resumed_settings(self, trajectory_keys: Sequence[str], fixed_keys: Sequence[str]) -> None:
+        fixed = changed_settings(self.config, self.state, fixed_keys)
+        if fixed:
+            raise SapbertError(
+                f"{self.checkpoint}: cannot resume with another {', '.join(fixed)}; resume with the checkpoint's "
+                "setting, or start again with --overwrite"
+            )
+        changed = changed_settings(self.config, self.state, trajectory_keys)
+        if changed:
+            warnings.warn(
+                f"{self.checkpoint}: resuming with other settings than the checkpoint's ({', '.join(changed)}): "
+                "training continues, but will not match an uninterrupted run",
+                TrainingWarning,
+                stacklevel=4,
+            )
 
     def _load_model(self) -> None:
         self.tokenizer, self.model = load_pretrained(str(self.checkpoint or self.config.model))

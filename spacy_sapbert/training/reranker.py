@@ -38,6 +38,11 @@ from .options import setting
 __all__ = ["Group", "RerankerConfig", "concept_score", "group_loss", "mine_groups", "train_reranker"]
 
 CONFIG_FILE = "reranker_config.json"
+# resuming with another value of these warns (context_words and the pair length: an error, RerankerRun._load_model)
+TRAJECTORY_KEYS = (
+    "model", "pipeline", "corpora", "component", "labels", "candidates", "max_names", "bi_temperature", "batch_size", "lr",
+    "weight_decay", "seed",
+)
 
 
 @dataclass
@@ -211,7 +216,7 @@ def train_reranker(config: RerankerConfig, resume: bool = False) -> Path:
     groups, counts = mine_groups(linker, mentions, config.candidates, config.max_names)
     if not groups:
         raise SapbertError(f"no training mention has its gold concept in {config.pipeline}'s vocabulary: {counts}")
-    run = RerankerRun.start(config, config_file=CONFIG_FILE, resume=resume)
+    run = RerankerRun.start(config, config_file=CONFIG_FILE, resume=resume, trajectory_keys=TRAJECTORY_KEYS)
     run.trained_on = {"encoder_fingerprint": linker.encoder.fingerprint, "normalizer": linker.normalizer.settings()}
     run.log({"step": run.state.get("step", 0), "mentions": len(mentions), **counts})
     step = run.state.get("step", 0)

@@ -71,8 +71,8 @@ __all__ = ["TrainConfig", "TrainingWarning", "epoch_order", "find_checkpoint", "
 
 CONFIG_FILE = "train_config.json"
 # settings that change the training trajectory: a resumed run with other values is no continuation
-TRAJECTORY_KEYS = (
-    "pairs", "batch_size", "lr", "weight_decay", "grad_accum", "max_length", "pooling", "alpha", "beta",
+TRAJECTORY_KEYS = (  # a resume with another value warns (TrainingRun.start)
+    "model", "pairs", "batch_size", "lr", "weight_decay", "grad_accum", "max_length", "pooling", "alpha", "beta",
     "base", "margin", "miner_distance", "use_miner", "warmup_steps", "seed", "encode_chunk", "loss", "pos_margin", "neg_margin",
     "adapters", "kge",
 )
@@ -254,9 +254,10 @@ def _kge_counts(loss_fn) -> Dict[str, Any]:
     return counts
 
 
-def _check_resume(config: TrainConfig, state: Dict[str, Any], world_size: int, num_pairs: int) -> None:
-    old = state.get("config", {})
-    changed = [k for k in TRAJECTORY_KEYS if k in old and old[k] != getattr(config, k)]
+def _check_resume(state: Dict[str, Any], world_size: int, num_pairs: int) -> None:
+    """A TrainingWarning when the run resumes on another number of processes or pairs than its checkpoint's
+    (TrainingRun.start compares the settings)."""
+    changed = []
     if state.get("world_size", 1) != world_size:
         changed.append(f"world size ({state.get('world_size', 1)} -> {world_size})")
     if state.get("num_pairs") != num_pairs:
@@ -300,10 +301,11 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: Distrib
     prefetch: Optional[Prefetcher] = None
     try:
         run = TrainingRun.start(
-            config, config_file=CONFIG_FILE, resume=resume, device=device, ctx=ctx, warmup_steps=config.warmup_steps
+            config, config_file=CONFIG_FILE, resume=resume, device=device, ctx=ctx, warmup_steps=config.warmup_steps,
+            trajectory_keys=TRAJECTORY_KEYS,
         )
         if run.checkpoint is not None:
-            _check_resume(config, run.state, ctx.world_size, len(pairs))
+            _check_resume(run.state, ctx.world_size, len(pairs))
         miner = make_miner(config.margin, distance=config.miner_distance) if config.use_miner else None
         loss_fn = make_loss(config.alpha, config.beta, config.base, config.loss, config.pos_margin, config.neg_margin)
         kge = _load_kge(config, ctx.main)
