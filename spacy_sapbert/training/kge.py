@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Sequence, Tuple
@@ -86,25 +85,13 @@ def collect_triples(vocab: Sequence[str], mrrel: Sequence[str] = ()) -> List[Tri
     return distinct(triples)
 
 
-def _check_resume(config: KgeConfig, recorded: Dict[str, Any], checkpoint: Path) -> None:
-    """Resuming PyKEEN's checkpoint with another model, dimension or triples is an error (its entities and
-    shapes are the checkpoint's); with other optimization settings a TrainingWarning."""
-    from .loop import TrainingWarning, changed_settings
-
-    fixed = changed_settings(config, {"config": recorded}, ("model", "dim", "vocab", "mrrel"))
-    if fixed:
-        raise SapbertError(f"{checkpoint}: cannot resume with another {', '.join(fixed)}; resume with the checkpoint's setting, or start again with --overwrite")
-    changed = changed_settings(config, {"config": recorded}, ("batch_size", "lr", "negatives", "seed"))
-    if changed:
-        warnings.warn(f"{checkpoint}: resuming with other settings than the checkpoint's ({', '.join(changed)})", TrainingWarning, stacklevel=3)
-
-
 def train_kge(config: KgeConfig, resume: bool = False) -> Path:
     """Train the embedding; the path of output/model. resume=True continues from PyKEEN's checkpoint; without
     it an existing checkpoint is refused (never deleted: `train-kge --overwrite` clears a run of ours)."""
     from ..encoder import resolve_device
     from ..io import atomic_write_text
     from .checkpoints import write_dir
+    from .loop import check_resumed_settings
 
     config.validate()
     output = Path(config.output)
@@ -114,8 +101,9 @@ def train_kge(config: KgeConfig, resume: bool = False) -> Path:
         raise SapbertError(
             f"{checkpoint}: an earlier run's checkpoint; continue it with resume (--resume), or start again with --overwrite"
         )
-    if checkpoint.exists() and (output / KGE_CONFIG_FILE).exists():
-        _check_resume(config, json.loads((output / KGE_CONFIG_FILE).read_text(encoding="utf8")), checkpoint)
+    if checkpoint.exists() and (output / KGE_CONFIG_FILE).exists():  # PyKEEN's checkpoint has the entities and shapes
+        recorded = {"config": json.loads((output / KGE_CONFIG_FILE).read_text(encoding="utf8"))}
+        check_resumed_settings(config, recorded, checkpoint, ("batch_size", "lr", "negatives", "seed"), ("model", "dim", "vocab", "mrrel"))
     models, training, triples_module = (require(f"pykeen.{name}") for name in ("models", "training", "triples"))
 
     triples = collect_triples(config.vocab, config.mrrel)

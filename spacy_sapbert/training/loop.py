@@ -43,7 +43,7 @@ from .checkpoints import (
     rng_state, save_model, seed_everything, set_rng_state, write_dir,
 )
 
-__all__ = ["Distributed", "RunConfig", "TrainingRun", "TrainingWarning", "changed_settings", "distributed"]
+__all__ = ["Distributed", "RunConfig", "TrainingRun", "TrainingWarning", "changed_settings", "check_resumed_settings", "distributed"]
 
 
 class TrainingWarning(UserWarning):
@@ -119,6 +119,28 @@ def changed_settings(config: Any, state: Mapping[str, Any], keys: Sequence[str])
     old = state.get("config", {})
     new = json.loads(json.dumps(dataclasses.asdict(config)))  # as the state recorded it: tuples become lists
     return [f"{key} ({old[key]!r} -> {new[key]!r})" for key in keys if key in old and old[key] != new[key]]
+
+
+def check_resumed_settings(
+    config: Any, state: Mapping[str, Any], checkpoint: Path, trajectory_keys: Sequence[str], fixed_keys: Sequence[str] = ()
+) -> None:
+    """Resuming `checkpoint` (whose `state` recorded its config) with `config`: another value of a `fixed_keys`
+    setting (one that changes what the model is) is a SapbertError; of a `trajectory_keys` one a TrainingWarning
+    (the run continues, unlike an uninterrupted one). Both name the settings."""
+    fixed = changed_settings(config, state, fixed_keys)
+    if fixed:
+        raise SapbertError(
+            f"{checkpoint}: cannot resume with another {', '.join(fixed)}; resume with the checkpoint's setting, or start "
+            "again with --overwrite"
+        )
+    changed = changed_settings(config, state, trajectory_keys)
+    if changed:
+        warnings.warn(
+            f"{checkpoint}: resuming with other settings than the checkpoint's ({', '.join(changed)}): training continues, "
+            "but will not match an uninterrupted run",
+            TrainingWarning,
+            stacklevel=4,
+        )
 
 
 def _constant_after_warmup(warmup_steps: int) -> Callable[[int], float]:
@@ -210,7 +232,7 @@ class TrainingRun:
                 )
             else:
                 run.state = json.loads((run.checkpoint / STATE_FILE).read_text(encoding="utf8"))
-                run._check_resumed_settings(trajectory_keys, fixed_keys)
+                check_resumed_settings(config, run.state, run.checkpoint, trajectory_keys, fixed_keys)
         seed_everything(config.seed + run.ctx.rank)
         run._load_model()
         run._restore()
@@ -220,22 +242,6 @@ class TrainingRun:
             restart_log(run.log_path, run.state.get("step", 0) if run.checkpoint is not None else None)
         run.started = time.perf_counter()
         return run
-
-    def _check_resumed_settings(self, trajectory_keys: Sequence[str], fixed_keys: Sequence[str]) -> None:
-        fixed = changed_settings(self.config, self.state, fixed_keys)
-        if fixed:
-            raise SapbertError(
-                f"{self.checkpoint}: cannot resume with another {', '.join(fixed)}; resume with the checkpoint's "
-                "setting, or start again with --overwrite"
-            )
-        changed = changed_settings(self.config, self.state, trajectory_keys)
-        if changed:
-            warnings.warn(
-                f"{self.checkpoint}: resuming with other settings than the checkpoint's ({', '.join(changed)}): "
-                "training continues, but will not match an uninterrupted run",
-                TrainingWarning,
-                stacklevel=4,
-            )
 
     def _load_model(self) -> None:
         self.tokenizer, self.model = load_pretrained(str(self.checkpoint or self.config.model))
