@@ -828,10 +828,11 @@ class SapbertLinker(Pipe):
 
 
 def folder_bytes(save: Callable[[Path], None]) -> bytes:
-    """The files that `save(folder)` writes, as one msgpack blob (a Hugging Face model in to_bytes)."""
+    """The files that `save(folder)` writes, as one msgpack blob keyed by their paths in the folder (a Hugging
+    Face model in to_bytes; a re-ranker ensemble has one subfolder per member)."""
     with tempfile.TemporaryDirectory() as tmp:
         save(Path(tmp))
-        return srsly.msgpack_dumps({p.name: p.read_bytes() for p in Path(tmp).iterdir() if p.is_file()})
+        return srsly.msgpack_dumps({p.relative_to(tmp).as_posix(): p.read_bytes() for p in sorted(Path(tmp).rglob("*")) if p.is_file()})
 
 
 @contextlib.contextmanager
@@ -840,7 +841,11 @@ def bytes_folder(data: bytes) -> Iterator[Path]:
     tmp = Path(tempfile.mkdtemp(prefix="sapbert-model-"))
     try:
         for name, content in srsly.msgpack_loads(data).items():
-            (tmp / name).write_bytes(content)
+            path = (tmp / name).resolve()
+            if tmp.resolve() not in path.parents:
+                raise IndexFormatError(f"a model blob holds the path {name!r}, outside its folder")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(content)
         yield tmp
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

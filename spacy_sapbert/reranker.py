@@ -27,10 +27,16 @@ A re-ranker folder holds the Hugging Face model and tokenizer and ``reranker.jso
 built (`max_length`, `max_names`, `context_words`), `bi_temperature`, and what it was trained on: the fingerprint of the bi-encoder whose
 candidates it learned to re-order and the normalizer's settings. A pipeline with another encoder or
 normalizer refuses it at load.
+
+An ensemble (`combine_rerankers`, CLI `combine-rerankers`) is a re-ranker folder whose ``reranker.json`` lists
+``members``: subfolders each holding one trained cross-encoder (e.g. the same recipe with other seeds). Its logit
+for a pair is the mean of its members' logits. The members must build pairs alike and have learned to re-order
+the same bi-encoder's candidates; the pipeline treats the ensemble as one re-ranker.
 """
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -45,6 +51,10 @@ from .kb import Concept
 
 META_FILE = "reranker.json"
 FORMAT_VERSION = 1
+ENSEMBLE_FORMAT_VERSION = 2  # a folder with `members`: earlier versions cannot read it and say so
+MEMBER_DIR = "member-{}"
+# What an ensemble's members must share: how pairs are built and what they learned to re-order.
+SHARED_KEYS = ("max_length", "max_names", "context_words", "bi_temperature", "trained_on")
 NAME_SEPARATOR = " ; "
 MENTION_BRACKETS = ("[", "]")
 CONTEXT_CHARS_PER_WORD = 40  # characters read per context word wanted: a window, not the whole document
@@ -135,11 +145,15 @@ class Reranker:
         self.bi_temperature: Optional[float] = self.meta.get("bi_temperature")
         self.batch_size = batch_size
         self.device = resolve_device(device)
-        self.tokenizer, self.model = load_pretrained(
-            self.name, local_files_only=local_files_only, model_class=AutoModelForSequenceClassification, num_labels=1
-        )
-        self.model.to(self.device)
-        self.model.eval()
+        member_folders = [str(Path(self.name) / member) for member in self.meta.get("members", [])] or [self.name]
+        self.members = [
+            load_pretrained(folder, local_files_only=local_files_only, model_class=AutoModelForSequenceClassification, num_labels=1)
+            for folder in member_folders
+        ]
+        for _, model in self.members:
+            model.to(self.device)
+            model.eval()
+        self.tokenizer = self.members[0][0]
 
     @property
     def trained_on(self) -> Dict[str, Any]:
@@ -147,32 +161,41 @@ class Reranker:
         return dict(self.meta.get("trained_on", {}))
 
     def score(self, pairs: Sequence[Tuple[str, str]]) -> numpy.ndarray:
-        """float32 logits, one per (query, candidate text) pair, in order (longest pairs batched together)."""
+        """float32 logits, one per (query, candidate text) pair, in order (longest pairs batched together);
+        an ensemble's are its members' mean."""
         order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
         scores = numpy.zeros(len(pairs), dtype="float32")
         with torch.inference_mode():
             for start in range(0, len(order), self.batch_size):
                 rows = order[start : start + self.batch_size]
                 queries, texts = [pairs[i][0] for i in rows], [pairs[i][1] for i in rows]
-                logits = pair_logits(self.model, self.tokenizer, queries, texts, self.max_length, self.device)
-                scores[rows] = logits.float().cpu().numpy()
+                logits = [
+                    pair_logits(model, tokenizer, queries, texts, self.max_length, self.device).float().cpu().numpy()
+                    for tokenizer, model in self.members
+                ]
+                scores[rows] = numpy.mean(logits, axis=0)
         return scores
 
     def save(self, folder: Union[str, Path], trained_on: Optional[Mapping[str, Any]] = None) -> None:
-        """The Hugging Face folder and reranker.json (`trained_on` replaces the recorded one when given)."""
+        """The Hugging Face folder (an ensemble: one per member) and reranker.json (`trained_on` replaces the
+        recorded one when given)."""
         folder = Path(folder)
-        save_pretrained(folder, self.model, self.tokenizer)
+        members = [MEMBER_DIR.format(number) for number in range(len(self.members))] if len(self.members) > 1 else []
+        for (tokenizer, model), member in zip(self.members, members or [""]):
+            save_pretrained(folder / member, model, tokenizer)
         trained_on = trained_on if trained_on is not None else self.trained_on
-        write_meta(folder, self.max_length, self.max_names, trained_on, self.bi_temperature, self.context_words)
+        write_meta(folder, self.max_length, self.max_names, trained_on, self.bi_temperature, self.context_words, members)
 
 
 def write_meta(
     folder: Path, max_length: int, max_names: int, trained_on: Mapping[str, Any], bi_temperature: Optional[float] = None,
-    context_words: int = 0,
+    context_words: int = 0, members: Sequence[str] = (),
 ) -> None:
+    """reranker.json; `members`: an ensemble's member subfolders (none: the folder is the model)."""
     meta = {
-        "format_version": FORMAT_VERSION, "max_length": max_length, "max_names": max_names, "context_words": context_words,
-        "bi_temperature": bi_temperature, "trained_on": dict(trained_on),
+        "format_version": ENSEMBLE_FORMAT_VERSION if members else FORMAT_VERSION, "max_length": max_length,
+        "max_names": max_names, "context_words": context_words, "bi_temperature": bi_temperature, "trained_on": dict(trained_on),
+        **({"members": list(members)} if members else {}),
     }
     atomic_write_text(folder / META_FILE, json.dumps(meta, indent=2) + "\n")
 
@@ -186,9 +209,43 @@ def read_meta(folder: Path) -> Dict[str, Any]:
         meta = json.loads(path.read_text(encoding="utf8"))
     except (ValueError, UnicodeDecodeError) as err:
         raise IndexFormatError(f"{path}: not a JSON file ({err})") from err
-    if meta.get("format_version") != FORMAT_VERSION:
-        raise IndexFormatError(f"{path}: format_version {meta.get('format_version')!r}, this spacy-sapbert reads {FORMAT_VERSION}")
+    if meta.get("format_version") not in (FORMAT_VERSION, ENSEMBLE_FORMAT_VERSION):
+        raise IndexFormatError(
+            f"{path}: format_version {meta.get('format_version')!r}, this spacy-sapbert reads {FORMAT_VERSION} and {ENSEMBLE_FORMAT_VERSION}"
+        )
     return meta
+
+
+def combine_rerankers(folders: Sequence[Union[str, Path]], output: Path) -> None:
+    """Write `output`, an ensemble of the trained re-rankers in `folders` (model folders of train-reranker):
+    their logits are averaged. SapbertError, before anything is written, for a folder that is not a trained
+    re-ranker, is an ensemble already, or differs from the first in a SHARED_KEYS setting. The caller checks
+    that `output` may be written (it is replaced when it exists)."""
+    from .outputs import write_new_dir
+
+    folders = [Path(folder) for folder in folders]
+    if len(folders) < 2:
+        raise SapbertError("an ensemble needs at least two re-ranker folders")
+    metas = [read_meta(folder) for folder in folders]
+    for folder, meta in zip(folders, metas):
+        if not meta.get("trained_on"):
+            raise SapbertError(f"{folder}: no {META_FILE} of a trained re-ranker; combine the model folders train-reranker wrote")
+        if meta.get("members"):
+            raise SapbertError(f"{folder}: already an ensemble; combine its members' folders instead")
+    for folder, meta in zip(folders[1:], metas[1:]):
+        differing = {key: (metas[0].get(key), meta.get(key)) for key in SHARED_KEYS if meta.get(key) != metas[0].get(key)}
+        if differing:
+            raise SapbertError(f"{folder}: its settings differ from {folders[0]}'s, (first, this): {differing}; an ensemble's members must match")
+
+    def fill(tmp: Path) -> None:
+        members = [MEMBER_DIR.format(number) for number in range(len(folders))]
+        for folder, member in zip(folders, members):
+            shutil.copytree(folder, tmp / member, ignore=shutil.ignore_patterns(META_FILE))
+        first = metas[0]
+        write_meta(tmp, first["max_length"], first["max_names"], first["trained_on"], first.get("bi_temperature"),
+                   first.get("context_words", 0), members)
+
+    write_new_dir(output, fill, replace=True)
 
 
 def check_trained_on(reranker: Reranker, encoder_fingerprint: str, normalizer: Mapping[str, Any], where: str) -> None:

@@ -135,9 +135,14 @@ def test_project_knn_and_best_workflows_after_all(tmp_path, tiny_bert):
     reranker = json.loads((project / "training" / "reranker" / "reranker_config.json").read_text())
     assert [Path(c).parent.name for c in reranker["corpora"]] == ["ncbi-disease", "bc5cdr"]  # as dhns, chosen on dev
     assert reranker["labels"] == dhns["labels"] and reranker["context_words"] == 8  # the mention read in its document
+    second = json.loads((project / "training" / "reranker-second" / "reranker_config.json").read_text())
+    assert (reranker["seed"], second["seed"]) == (42, 43) and {**second, "seed": 42, "output": reranker["output"]} == reranker
+    ensemble = json.loads((project / "training" / "reranker-ensemble" / "reranker.json").read_text())
+    assert ensemble["members"] == ["member-0", "member-1"]  # the two seeds, averaged
     choice = json.loads((project / "metrics" / "best-dev.json").read_text())
     candidates = ["training/knn/pipeline", "training/best/with-reranker"]  # as the step names them, in the project folder
     assert [c["pipeline"] for c in choice["candidates"]] == candidates and choice["chosen"] in candidates
     chosen = spacy.load(project / "training" / "best" / "pipeline").get_pipe("sapbert_linker")
     assert (chosen.reranker is not None) == choice["chosen"].endswith("with-reranker")
+    assert len(spacy.load(project / "training" / "best" / "with-reranker").get_pipe("sapbert_linker").reranker.members) == 2
     assert list((project / "packages").rglob("en_sapbert_tiny_best-*.whl"))

@@ -2,6 +2,7 @@
 import json
 import math
 
+import numpy
 import pytest
 import spacy
 import torch
@@ -274,3 +275,75 @@ def test_a_bad_reranker_setting_is_an_error_naming_it(setting, value):
     with pytest.raises(SapbertError, match=f"{setting}={value}"):
         config.validate()
     assert RerankerConfig(model="m", pipeline="p", output="o", corpora=["c"], context_words=8).pair_length == 128
+
+
+# ensembles: several trained re-rankers whose logits are averaged ----------------------------------
+
+
+def trained_heads(tiny_bert, folder, linker, seeds=(1, 2)):
+    """Re-ranker folders of the tiny BERT with heads drawn by `seeds`, recorded as trained for `linker`."""
+    trained_on = {"encoder_fingerprint": linker.encoder.fingerprint, "normalizer": linker.normalizer.settings()}
+    folders = []
+    for seed in seeds:
+        torch.manual_seed(seed)
+        Reranker(tiny_bert, device="cpu", max_length=32).save(folder / f"rr{seed}", trained_on=trained_on)
+        folders.append(folder / f"rr{seed}")
+    return folders
+
+
+def test_an_ensemble_scores_the_mean_of_its_members_and_travels_inside_the_pipeline(linker_pipeline, tmp_path, tiny_bert):
+    from typer.testing import CliRunner
+
+    from spacy_sapbert.cli import app
+
+    linker = spacy.load(linker_pipeline).get_pipe("sapbert_linker")
+    first, second = trained_heads(tiny_bert, tmp_path, linker)
+    result = CliRunner().invoke(app, ["combine-rerankers", str(first), str(second), "--output", str(tmp_path / "ens")])
+    assert result.exit_code == 0, result.output
+    meta = json.loads((tmp_path / "ens" / "reranker.json").read_text())
+    assert meta["format_version"] == 2 and meta["members"] == ["member-0", "member-1"] and meta["max_length"] == 32
+    pairs = [("hepatoma", "liver cancer ; hepatoma"), ("nephropathy", "heart failure"), ("renal disease", "kidney disease")]
+    one, two = Reranker(first, device="cpu").score(pairs), Reranker(second, device="cpu").score(pairs)
+    assert not numpy.allclose(one, two)  # the heads differ, so the mean is not either one
+    ensemble = Reranker(tmp_path / "ens", device="cpu")
+    assert ensemble.score(pairs) == pytest.approx((one + two) / 2, abs=1e-5)
+
+    result = CliRunner().invoke(app, ["add-reranker", str(linker_pipeline), str(tmp_path / "ens"), "--output", str(tmp_path / "with")])
+    assert result.exit_code == 0, result.output
+    loaded = spacy.load(tmp_path / "with").get_pipe("sapbert_linker")
+    assert len(loaded.reranker.members) == 2
+    linker.set_reranker(tmp_path / "ens")
+    assert loaded.search_texts(QUERIES) == linker.search_texts(QUERIES)
+    from_bytes = spacy.blank("en").add_pipe("sapbert_linker", config={"model": tiny_bert, "device": "cpu", "k": 4})
+    from_bytes.from_bytes(loaded.to_bytes())
+    assert len(from_bytes.reranker.members) == 2 and from_bytes.search_texts(QUERIES) == linker.search_texts(QUERIES)
+
+
+def test_combine_rerankers_refuses_members_that_differ_and_outputs_it_did_not_write(linker_pipeline, tmp_path, tiny_bert):
+    from typer.testing import CliRunner
+
+    from spacy_sapbert.cli import app
+
+    def combine(*args):
+        result = CliRunner().invoke(app, ["combine-rerankers", *map(str, args)])
+        assert result.exit_code == 1, result.output
+        [line] = [l for l in result.output.splitlines() if l.startswith("error:")]
+        return line
+
+    linker = spacy.load(linker_pipeline).get_pipe("sapbert_linker")
+    first, second = trained_heads(tiny_bert, tmp_path, linker)
+    meta = json.loads((second / "reranker.json").read_text())
+    write_meta(second, 48, meta["max_names"], meta["trained_on"])  # pairs cut at another length
+    assert "max_length" in combine(first, second, "--output", tmp_path / "ens") and str(second) in combine(first, second, "--output", tmp_path / "ens")
+    assert "trained re-ranker" in combine(first, tiny_bert, "--output", tmp_path / "ens")  # a base model, not trained
+    assert not (tmp_path / "ens").exists()
+    write_meta(second, 32, meta["max_names"], meta["trained_on"])
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "mine.txt").write_text("mine", encoding="utf8")
+    assert "--overwrite" in combine(first, second, "--output", notes)
+    assert "not a re-ranker folder" in combine(first, second, "--output", notes, "--overwrite")
+    assert [p.name for p in notes.iterdir()] == ["mine.txt"]
+    result = CliRunner().invoke(app, ["combine-rerankers", str(first), str(second), "--output", str(tmp_path / "ens")])
+    assert result.exit_code == 0, result.output
+    assert "already an ensemble" in combine(tmp_path / "ens", first, "--output", tmp_path / "ens2")
