@@ -505,6 +505,7 @@ def evaluate_command(
     key_by: Optional[str] = typer.Option(None, help="Key the vocabulary's concepts by their cross-references with this prefix, e.g. UMLS: HPO, MONDO and DOID names under CUIs for XL-BEL."),
     reachable_only: bool = typer.Option(False, help="Score only mentions whose gold id is in the vocabulary (an open subset); the others are counted in the report."),
     reranker: Optional[str] = typer.Option(None, help="A re-ranker folder (train-reranker): the model (and, with --memory, the model + memory) is also scored with it re-ordering its top 10 in the component."),
+    rerank_weight: float = typer.Option(1.0, help="The --reranker's logit is multiplied by this before it joins the linker's score, as the component's rerank_weight."),
     model: Optional[str] = typer.Option(None, help="Encoder to evaluate (hub name or folder). Default: the offline all-MiniLM-L6-v2."),
     pooling: Optional[str] = typer.Option(None, help="cls or mean. Default: what the model folder declares (sentence-transformers' 1_Pooling), else cls."),
     max_length: int = typer.Option(25, help="Word pieces per name or mention."),
@@ -534,10 +535,12 @@ def evaluate_command(
     """Accuracy (acc@1/5/10, MRR) on a benchmark corpus with the BioSyn/SapBERT protocol; prints a Markdown table."""
     from .encoder import offline_default_model
     from .evaluation import Preprocessing, end_to_end_table, markdown_table, plot_curves, run_benchmark
+    from .linker import check_rerank_weight
     from .outputs import check_file_outputs
     from .readers import read_spell_check, vocabulary_specs
 
     check_file_outputs(output, errors, plot)
+    check_rerank_weight(rerank_weight, "--rerank-weight")
     default = offline_default_model()
     model, pooling = _model_and_pooling(model, pooling, default)
     vocabularies = vocabulary_specs(vocab, vocab_format, mesh_trees, key_by)
@@ -571,6 +574,7 @@ def evaluate_command(
         backend=backend,
         reachable_only=reachable_only,
         reranker=reranker,
+        rerank_weight=rerank_weight,
         misses=misses,
     )
     if end_to_end:
@@ -651,24 +655,52 @@ def add_memory_command(
 @app.command("add-reranker")
 def add_reranker_command(
     pipeline: Path = typer.Argument(..., help="Saved pipeline with a sapbert_linker."),
-    reranker: Path = typer.Argument(..., help="A re-ranker folder written by train-reranker (its model/)."),
+    reranker: Path = typer.Argument(..., help="A re-ranker folder written by train-reranker (its model/) or combine-rerankers."),
     output: Path = typer.Option(..., help="Folder to write the pipeline with its re-ranker to (PIPELINE itself with --overwrite)."),
     rerank_k: Optional[int] = typer.Option(None, help="Candidates re-scored per mention (at most the linker's k; default: all k)."),
+    rerank_weight: float = typer.Option(1.0, help="The re-ranker's logit is multiplied by this before it joins the linker's score (1: as trained)."),
+    tune_weight_on: Optional[Path] = typer.Option(None, help="A dev corpus (PubTator; never a test set): link its gold mentions with each --weight and keep the most accurate (the smaller on a tie) instead of --rerank-weight."),
+    weight: List[float] = typer.Option([], help="A weight --tune-weight-on tries (repeat the option; default 0.1 0.2 0.3 0.5 0.7 1 1.5)."),
+    label: List[str] = typer.Option([], help="With --tune-weight-on: only gold mentions with these labels."),
+    report: Optional[Path] = typer.Option(None, help="With --tune-weight-on: write each weight's dev accuracy and the choice here (JSON)."),
     component: Optional[str] = typer.Option(None, help="The sapbert_linker that gets the re-ranker, when the pipeline has several."),
     overwrite: bool = typer.Option(False, help=OVERWRITE_HELP),
 ) -> None:
     """Put a cross-encoder re-ranker into a pipeline's linker: its top rerank_k candidates are re-ordered by it."""
     import spacy
 
-    from .outputs import check_pipeline_output
+    from .io import atomic_write_text
+    from .outputs import check_file_outputs, check_pipeline_output
     from .pipeline import choose_linker_name, linker_names, save_pipeline
 
     check_pipeline_output(output, overwrite)
+    check_file_outputs(report)
+    if (report or label) and not tune_weight_on:
+        raise SapbertError("--report and --label describe --tune-weight-on; give it a dev corpus")
     component = choose_linker_name(linker_names(spacy.util.load_config(pipeline / "config.cfg")), component)
-    nlp = spacy.load(pipeline, config={"components": {component: {"reranker": str(reranker), "rerank_k": rerank_k}}})
-    nlp.get_pipe(component).set_reranker(reranker)
+
+    def with_reranker(weight_: float):
+        nlp_ = spacy.load(pipeline, config={"components": {component: {"reranker": str(reranker), "rerank_k": rerank_k, "rerank_weight": weight_}}})
+        nlp_.get_pipe(component).set_reranker(reranker)
+        return nlp_
+
+    nlp = with_reranker(rerank_weight)
+    if tune_weight_on:
+        from .evaluation import DEFAULT_RERANK_WEIGHTS, tune_rerank_weight
+        from .linker import check_rerank_weight
+        from .readers.corpora import read_pubtator
+
+        for value in weight:
+            check_rerank_weight(value, "--weight")
+        documents = list(read_pubtator(tune_weight_on))
+        chosen, rows = tune_rerank_weight(nlp, nlp.get_pipe(component), documents, weight or DEFAULT_RERANK_WEIGHTS, label or None)
+        for row in rows:
+            typer.echo(f"rerank_weight {row['rerank_weight']}: {100 * row['accuracy']:.1f} ({row['right']} of {row['linked']} gold mentions)", err=True)
+        if report is not None:
+            atomic_write_text(report, json.dumps({"corpus": str(tune_weight_on), "weights": rows, "chosen": chosen}, indent=2) + "\n")
+        nlp = with_reranker(chosen)  # the weight is a config key: saved with the pipeline's config
     save_pipeline(nlp, output, overwrite=overwrite)
-    typer.echo(f"re-ranker {reranker} added to {component} in {output}", err=True)
+    typer.echo(f"re-ranker {reranker} added to {component} in {output} (rerank_weight {nlp.get_pipe(component).rerank_weight})", err=True)
 
 
 @app.command("combine-rerankers")

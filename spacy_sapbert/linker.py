@@ -71,6 +71,7 @@ DEFAULT_CONFIG = {
     "vector_cache_size": 20000,
     "reranker": None,
     "rerank_k": None,
+    "rerank_weight": 1.0,
     "context_window": 0,
     "scorer": {"@scorers": "spacy-sapbert.linker_scorer.v1"},
 }
@@ -175,6 +176,7 @@ def make_sapbert_linker(
     vector_cache_size: int,
     reranker: Optional[str],
     rerank_k: Optional[int],
+    rerank_weight: float,
     context_window: int,
     scorer: Optional[Callable],
 ) -> "SapbertLinker":
@@ -210,6 +212,7 @@ def make_sapbert_linker(
         vector_cache_size=vector_cache_size,
         reranker=reranker,
         rerank_k=rerank_k,
+        rerank_weight=rerank_weight,
         context_window=context_window,
         scorer=scorer,
     )
@@ -261,6 +264,7 @@ class SapbertLinker(Pipe):
         vector_cache_size: int = 20000,
         reranker: Optional[str] = None,
         rerank_k: Optional[int] = None,
+        rerank_weight: float = 1.0,
         context_window: int = 0,
         scorer: Optional[Callable] = score_sapbert_links,
     ):
@@ -268,7 +272,7 @@ class SapbertLinker(Pipe):
             k=k, max_entities_per_mention=max_entities_per_mention, batch_size=batch_size, max_length=max_length,
             pooling=pooling, index_type=index_type, threshold=threshold, normalize=normalize, device=device,
             vector_cache_size=vector_cache_size, backend=backend, nprobe=nprobe, shortlist=shortlist, rerank_k=rerank_k,
-            context_window=context_window,
+            rerank_weight=rerank_weight, context_window=context_window,
         )
         self.vocab = vocab
         self.name = name
@@ -298,6 +302,7 @@ class SapbertLinker(Pipe):
         self.vector_cache = VectorCache(vector_cache_size)
         self.reranker_name = reranker
         self.rerank_k = rerank_k
+        self.rerank_weight = rerank_weight
         self.reranker: Optional[Reranker] = None
         self.context_window = context_window
         install_extensions()
@@ -500,7 +505,7 @@ class SapbertLinker(Pipe):
         distinct_units = list(dict.fromkeys(unit for unit in units if unit[0] in by_key))
         reranked = rerank_hits(
             self.reranker, [key for key, _ in distinct_units], [by_key[key] for key, _ in distinct_units], self.concept,
-            self.normalizer, self.rerank_k or self.k, contexts=[where for _, where in distinct_units],
+            self.normalizer, self.rerank_k or self.k, contexts=[where for _, where in distinct_units], weight=self.rerank_weight,
         )
         by_unit = {unit: hits[: self.max_entities_per_mention] for unit, hits in zip(distinct_units, reranked)}
         return [by_unit.get(unit, []) for unit in units]
@@ -827,6 +832,12 @@ class SapbertLinker(Pipe):
                 )
 
 
+def check_rerank_weight(weight: float, name: str) -> None:
+    """SapbertError naming `name` (a config key or an option) unless `weight` is a positive number."""
+    if not 0 < weight < float("inf"):
+        raise SapbertError(f"{name} must be a positive number, got {weight}")
+
+
 def folder_bytes(save: Callable[[Path], None]) -> bytes:
     """The files that `save(folder)` writes, as one msgpack blob keyed by their paths in the folder (a Hugging
     Face model in to_bytes; a re-ranker ensemble has one subfolder per member)."""
@@ -872,6 +883,7 @@ def check_config(
     nprobe: int = DEFAULT_NPROBE,
     shortlist: int = DEFAULT_SHORTLIST,
     rerank_k: Optional[int] = None,
+    rerank_weight: float = 1.0,
     context_window: int = 0,
 ) -> None:
     """Refuse at `add_pipe` (not later, at `initialize`) the config values that can never work, naming the key."""
@@ -881,6 +893,7 @@ def check_config(
             raise SapbertError(f"sapbert_linker config key `{key}` must be at least 1, got {value}")
     if rerank_k is not None and rerank_k > k:
         raise SapbertError(f"sapbert_linker config key `rerank_k` ({rerank_k}) is larger than `k` ({k}): the re-ranker can only re-order the k candidates")
+    check_rerank_weight(rerank_weight, "sapbert_linker config key `rerank_weight`")
     if context_window and context_window < MIN_WINDOW:
         raise SapbertError(f"sapbert_linker config key `context_window` must be 0 (off) or at least {MIN_WINDOW} word pieces, got {context_window}")
     if backend not in BACKENDS:

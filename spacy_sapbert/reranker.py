@@ -15,6 +15,9 @@ The re-ranker's logit is added to the bi-encoder's score divided by `bi_temperat
 by default in training, chosen on NCBI-disease dev), so it learns a correction of the bi-encoder's ranking rather than a ranking
 from nothing: an untrained head leaves the bi-encoder's order, and a few thousand training mentions
 (all a CPU affords) do not have to relearn what the bi-encoder knows. None: the cross-encoder alone.
+In a pipeline the logit is first multiplied by the linker's `rerank_weight` (1: as trained). The scores the
+re-ranker then corrects are those of the pipeline (a mention memory mixes its votes into them), so the weight
+that balances the two is a pipeline's setting, chosen on a dev set (`add-reranker --tune-weight-on`).
 
 With `context_words` (0: off) the mention side is read in its text: the words around it, normalized like
 the mention, with the mention bracketed, ``left words [ mention ] right words`` (BLINK's cross-encoder
@@ -35,10 +38,11 @@ the same bi-encoder's candidates; the pipeline treats the ensemble as one re-ran
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy
 import torch
@@ -139,10 +143,11 @@ class Reranker:
 
         self.name = str(model)
         self.meta: Dict[str, Any] = read_meta(Path(self.name)) if Path(self.name).is_dir() else {}
-        self.context_words = int(self.meta.get("context_words", 0))
-        self.max_length = int(max_length or self.meta.get("max_length") or default_max_length(self.context_words))
-        self.max_names = int(max_names or self.meta.get("max_names", 4))
-        self.bi_temperature: Optional[float] = self.meta.get("bi_temperature")
+        recorded = shared_settings(self.meta)
+        self.context_words: int = recorded["context_words"]
+        self.max_length = int(max_length or recorded["max_length"])
+        self.max_names = int(max_names or recorded["max_names"])
+        self.bi_temperature: Optional[float] = recorded["bi_temperature"]
         self.batch_size = batch_size
         self.device = resolve_device(device)
         member_folders = [str(Path(self.name) / member) for member in self.meta.get("members", [])] or [self.name]
@@ -154,15 +159,32 @@ class Reranker:
             model.to(self.device)
             model.eval()
         self.tokenizer = self.members[0][0]
+        self._memo: Optional[Dict[Tuple[str, str], float]] = None
 
     @property
     def trained_on(self) -> Dict[str, Any]:
         """The bi-encoder fingerprint and normalizer settings it was trained with (empty: untrained)."""
         return dict(self.meta.get("trained_on", {}))
 
+    @contextlib.contextmanager
+    def memoized(self) -> Iterator[None]:
+        """Inside, each pair is scored once and its logit reused (a tuning loop re-ranks the same candidates)."""
+        self._memo = {}
+        try:
+            yield
+        finally:
+            self._memo = None
+
     def score(self, pairs: Sequence[Tuple[str, str]]) -> numpy.ndarray:
         """float32 logits, one per (query, candidate text) pair, in order (longest pairs batched together);
         an ensemble's are its members' mean."""
+        if self._memo is None:
+            return self._score(pairs)
+        missing = [pair for pair in dict.fromkeys(pairs) if pair not in self._memo]
+        self._memo.update(zip(missing, self._score(missing).tolist()))
+        return numpy.asarray([self._memo[pair] for pair in pairs], dtype="float32")
+
+    def _score(self, pairs: Sequence[Tuple[str, str]]) -> numpy.ndarray:
         order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
         scores = numpy.zeros(len(pairs), dtype="float32")
         with torch.inference_mode():
@@ -216,6 +238,16 @@ def read_meta(folder: Path) -> Dict[str, Any]:
     return meta
 
 
+def shared_settings(meta: Mapping[str, Any]) -> Dict[str, Any]:
+    """The SHARED_KEYS of a reranker.json as a Reranker reads them (a key an earlier version did not write has
+    the value it meant)."""
+    context_words = int(meta.get("context_words", 0))
+    return {
+        "max_length": int(meta.get("max_length") or default_max_length(context_words)), "max_names": int(meta.get("max_names", 4)),
+        "context_words": context_words, "bi_temperature": meta.get("bi_temperature"), "trained_on": dict(meta.get("trained_on", {})),
+    }
+
+
 def combine_rerankers(folders: Sequence[Union[str, Path]], output: Path) -> None:
     """Write `output`, an ensemble of the trained re-rankers in `folders` (model folders of train-reranker):
     their logits are averaged. SapbertError, before anything is written, for a folder that is not a trained
@@ -232,8 +264,9 @@ def combine_rerankers(folders: Sequence[Union[str, Path]], output: Path) -> None
             raise SapbertError(f"{folder}: no {META_FILE} of a trained re-ranker; combine the model folders train-reranker wrote")
         if meta.get("members"):
             raise SapbertError(f"{folder}: already an ensemble; combine its members' folders instead")
-    for folder, meta in zip(folders[1:], metas[1:]):
-        differing = {key: (metas[0].get(key), meta.get(key)) for key in SHARED_KEYS if meta.get(key) != metas[0].get(key)}
+    settings = [shared_settings(meta) for meta in metas]
+    for folder, setting in zip(folders[1:], settings[1:]):
+        differing = {key: (settings[0][key], setting[key]) for key in SHARED_KEYS if setting[key] != settings[0][key]}
         if differing:
             raise SapbertError(f"{folder}: its settings differ from {folders[0]}'s, (first, this): {differing}; an ensemble's members must match")
 
@@ -241,9 +274,9 @@ def combine_rerankers(folders: Sequence[Union[str, Path]], output: Path) -> None
         members = [MEMBER_DIR.format(number) for number in range(len(folders))]
         for folder, member in zip(folders, members):
             shutil.copytree(folder, tmp / member, ignore=shutil.ignore_patterns(META_FILE))
-        first = metas[0]
-        write_meta(tmp, first["max_length"], first["max_names"], first["trained_on"], first.get("bi_temperature"),
-                   first.get("context_words", 0), members)
+        first = settings[0]
+        write_meta(tmp, first["max_length"], first["max_names"], first["trained_on"], first["bi_temperature"],
+                   first["context_words"], members)
 
     write_new_dir(output, fill, replace=True)
 
@@ -271,11 +304,12 @@ def combined_logits(logits, bi_scores, bi_temperature: Optional[float]):
 
 def rerank_hits(
     reranker: Reranker, queries: Sequence[str], hits: Sequence[List[Tuple[str, float]]], concept_of, normalize, k: int,
-    contexts: Optional[Sequence[Optional[MentionInContext]]] = None,
+    contexts: Optional[Sequence[Optional[MentionInContext]]] = None, weight: float = 1.0,
 ) -> List[List[Tuple[str, float]]]:
-    """Each query's first `k` hits re-ordered by the re-ranker's score (sigmoid of `combined_logits`, in
-    [0, 1]); hits below the first `k` are left out. `concept_of(id)` gives the Concept of a hit; `contexts`
-    (one per query, or None) where each query was written, read when the re-ranker has `context_words`."""
+    """Each query's first `k` hits re-ordered by the re-ranker's score (sigmoid of `combined_logits` of its
+    logits times `weight`, in [0, 1]); hits below the first `k` are left out. `concept_of(id)` gives the Concept
+    of a hit; `contexts` (one per query, or None) where each query was written, read when the re-ranker has
+    `context_words`. `weight` < 1 leaves more of the linker's order (with a `bi_temperature`)."""
     pairs, owners, bi_scores = [], [], []
     for q, (query, query_hits) in enumerate(zip(queries, hits)):
         side = mention_side(query, contexts[q] if contexts else None, reranker.context_words, normalize)
@@ -283,9 +317,12 @@ def rerank_hits(
             pairs.append((side, candidate_text(query, concept_of(concept_id), normalize, reranker.max_names)))
             owners.append((q, concept_id))
             bi_scores.append(bi_score)
-    logits = combined_logits(reranker.score(pairs), numpy.asarray(bi_scores, dtype="float32"), reranker.bi_temperature)
+    logits = combined_logits(
+        weight * reranker.score(pairs).astype("float64"), numpy.asarray(bi_scores, dtype="float64"), reranker.bi_temperature
+    )
     scores = 1.0 / (1.0 + numpy.exp(-logits)) if pairs else numpy.zeros(0)
-    result: List[List[Tuple[str, float]]] = [[] for _ in queries]
-    for (q, concept_id), score in zip(owners, scores.tolist()):
-        result[q].append((concept_id, float(score)))
-    return [sorted(query_hits, key=lambda hit: -hit[1]) for query_hits in result]
+    ranked: List[List[Tuple[float, str, float]]] = [[] for _ in queries]
+    for (q, concept_id), logit, score in zip(owners, logits.tolist(), scores.tolist()):
+        ranked[q].append((logit, concept_id, score))
+    # ordered by the logit: the sigmoid rounds large logits to the same score (float32 from 17, float64 from 37)
+    return [[(concept_id, score) for _, concept_id, score in sorted(query_hits, key=lambda hit: -hit[0])] for query_hits in ranked]

@@ -144,5 +144,8 @@ def test_project_knn_and_best_workflows_after_all(tmp_path, tiny_bert):
     assert [c["pipeline"] for c in choice["candidates"]] == candidates and choice["chosen"] in candidates
     chosen = spacy.load(project / "training" / "best" / "pipeline").get_pipe("sapbert_linker")
     assert (chosen.reranker is not None) == choice["chosen"].endswith("with-reranker")
-    assert len(spacy.load(project / "training" / "best" / "with-reranker").get_pipe("sapbert_linker").reranker.members) == 2
+    with_reranker = spacy.load(project / "training" / "best" / "with-reranker").get_pipe("sapbert_linker")
+    weights = json.loads((project / "metrics" / "reranker-weight-dev.json").read_text())
+    assert len(with_reranker.reranker.members) == 2 and with_reranker.rerank_weight == weights["chosen"]  # chosen on dev
+    assert weights["corpus"].endswith("NCBIdevelopset_corpus.txt") and len(weights["weights"]) == 7
     assert list((project / "packages").rglob("en_sapbert_tiny_best-*.whl"))

@@ -83,6 +83,23 @@ def test_with_bi_temperature_the_linkers_score_joins_the_logit(cross_encoder):
     assert [cid for cid, _ in rerank_hits(cross_encoder, ["hepatoma"], hits, concept_of, str.lower, k=3)[0]] == ["D1", "D2", "D3"]
 
 
+def test_rerank_weight_scales_the_logit_before_the_linkers_score_joins_it(tiny_bert):
+    torch.manual_seed(0)  # a head whose order differs from the linker's
+    cross_encoder = Reranker(tiny_bert, device="cpu", max_length=32)
+    hits = [[("D1", 0.9), ("D2", 0.8), ("D3", 0.7), ("D4", 0.6)]]
+    texts = [candidate_text("hepatoma", concept_of(cid), str.lower, cross_encoder.max_names) for cid, _ in hits[0]]
+    logits = cross_encoder.score([("hepatoma", t) for t in texts])
+    cross_encoder.bi_temperature = 0.5
+    [weighted] = rerank_hits(cross_encoder, ["hepatoma"], hits, concept_of, str.lower, k=4, weight=0.3)
+    expected = {cid: 1 / (1 + math.exp(-(0.3 * float(logit) + bi / 0.5))) for (cid, bi), logit in zip(hits[0], logits)}
+    assert dict(weighted) == pytest.approx(expected, abs=1e-6)
+    by_logit = [hits[0][i][0] for i in numpy.argsort(-logits)]
+    [alone] = rerank_hits(cross_encoder, ["hepatoma"], hits, concept_of, str.lower, k=4, weight=1e6)
+    assert [cid for cid, _ in alone] == by_logit  # ordered by the logit even where every sigmoid rounds to 1.0
+    assert len({score for _, score in alone}) < 4 and by_logit != ["D1", "D2", "D3", "D4"]  # two of one sign: 0.0 or 1.0
+    assert [cid for cid, _ in rerank_hits(cross_encoder, ["hepatoma"], hits, concept_of, str.lower, k=4, weight=1e-6)[0]] == ["D1", "D2", "D3", "D4"]
+
+
 def pubtator(tmp_path):
     corpus = tmp_path / "train.txt"
     lines = []
@@ -175,6 +192,8 @@ def test_a_reranker_of_another_encoder_is_refused_and_rerank_k_above_k_is_a_conf
         linker.set_reranker(tmp_path / "rr")
     with pytest.raises(SapbertError, match=r"`rerank_k` \(11\) is larger than `k` \(10\)"):
         spacy.blank("en").add_pipe("sapbert_linker", config={"model": tiny_bert, "rerank_k": 11})
+    with pytest.raises(SapbertError, match=r"`rerank_weight` must be a positive number, got 0"):
+        spacy.blank("en").add_pipe("sapbert_linker", config={"model": tiny_bert, "rerank_weight": 0.0})
 
 
 # context: the mention read in its text ------------------------------------------------------------
@@ -338,6 +357,8 @@ def test_combine_rerankers_refuses_members_that_differ_and_outputs_it_did_not_wr
     assert "trained re-ranker" in combine(first, tiny_bert, "--output", tmp_path / "ens")  # a base model, not trained
     assert not (tmp_path / "ens").exists()
     write_meta(second, 32, meta["max_names"], meta["trained_on"])
+    old_format = {key: value for key, value in meta.items() if key != "context_words"}  # written before context_words
+    (second / "reranker.json").write_text(json.dumps({**old_format, "max_length": 32}))
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "mine.txt").write_text("mine", encoding="utf8")
@@ -347,3 +368,46 @@ def test_combine_rerankers_refuses_members_that_differ_and_outputs_it_did_not_wr
     result = CliRunner().invoke(app, ["combine-rerankers", str(first), str(second), "--output", str(tmp_path / "ens")])
     assert result.exit_code == 0, result.output
     assert "already an ensemble" in combine(tmp_path / "ens", first, "--output", tmp_path / "ens2")
+
+
+# the re-ranker's weight in a pipeline, chosen on a dev corpus ------------------------------------------
+
+
+def test_add_reranker_tunes_the_weight_on_dev_scoring_each_pair_once(linker_pipeline, tmp_path, tiny_bert, monkeypatch):
+    from typer.testing import CliRunner
+
+    from spacy_sapbert.cli import app
+    from spacy_sapbert.evaluation import evaluate_end_to_end
+    from spacy_sapbert.readers.corpora import read_pubtator
+
+    linker = spacy.load(linker_pipeline).get_pipe("sapbert_linker")
+    torch.manual_seed(3)
+    head = Reranker(tiny_bert, device="cpu", max_length=32)
+    head.bi_temperature = 0.1  # trained to correct the linker's scores
+    head.save(tmp_path / "rr", trained_on={"encoder_fingerprint": linker.encoder.fingerprint, "normalizer": linker.normalizer.settings()})
+    dev = pubtator(tmp_path)
+    documents = list(read_pubtator(dev))
+    scored = []
+    original = Reranker._score
+    monkeypatch.setattr(Reranker, "_score", lambda self, pairs: scored.extend(pairs) or original(self, pairs))
+
+    args = ["add-reranker", str(linker_pipeline), str(tmp_path / "rr"), "--output", str(tmp_path / "with"), "--tune-weight-on", str(dev),
+            "--weight", "1000", "--weight", "0.001", "--weight", "1", "--report", str(tmp_path / "weights.json")]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert len(scored) == len(set(scored))  # three weights, each pair scored once
+    report = json.loads((tmp_path / "weights.json").read_text())
+    rows = {row["rerank_weight"]: row["accuracy"] for row in report["weights"]}
+    assert list(rows) == [0.001, 1.0, 1000.0]
+    without = evaluate_end_to_end(spacy.load(linker_pipeline), documents, gold_mentions=True)["recall"]
+    assert rows[0.001] == pytest.approx(without)  # a tiny weight leaves the linker's order
+    best = max(rows.values())
+    assert report["chosen"] == min(w for w, accuracy in rows.items() if accuracy == best)  # the smaller on a tie
+    saved = spacy.load(tmp_path / "with")
+    assert saved.get_pipe("sapbert_linker").rerank_weight == report["chosen"]
+    assert saved.config["components"]["sapbert_linker"]["rerank_weight"] == report["chosen"]
+    assert evaluate_end_to_end(saved, documents, gold_mentions=True)["recall"] == pytest.approx(best)
+
+    result = CliRunner().invoke(app, args[:5] + ["--output", str(tmp_path / "bad"), "--tune-weight-on", str(dev), "--weight", "-1"])
+    assert result.exit_code == 1 and "--weight must be a positive number, got -1" in result.output
+    assert not (tmp_path / "bad").exists()

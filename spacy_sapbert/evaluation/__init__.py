@@ -3,8 +3,9 @@
 Modules, one job each: `queries` (a corpus's scored mentions), `dictionaries` (normalized names, the
 biosyn protocol's extra names), `retrievers` (exact match, TF-IDF, the encoder through the component),
 `index_cache` (encoded vocabularies reused between runs), `memory_tuning` (the mention memory's grid
-search), `ranks` (acc@k and MRR), `end_to_end` (whole pipelines on raw text), `reports` (table and
-plot) and `benchmark` (one `evaluate` run).
+search), `reranker_tuning` (a pipeline's re-ranker weight, chosen on dev), `ranks` (acc@k and MRR),
+`end_to_end` (whole pipelines on raw text), `reports` (table and plot) and `benchmark` (one `evaluate`
+run).
 
 Queries are preprocessed as BioSyn did (abbreviations resolved from the document, then the
 `Normalizer`: lowercase, punctuation to spaces, NCBI spell-check list); dictionary names get the same
@@ -33,14 +34,15 @@ from .memory_tuning import DEFAULT_MEMORY_GRID, MEMORY_GRIDS, memory_grid, tune_
 from .queries import EvalMention, Preprocessing, mention_parts, mentions_from_documents, mentions_from_queries, read_corpus
 from .ranks import KS, gold_rank, mention_rank, metrics_from_ranks, score_retriever
 from .reports import markdown_table, model_label, plot_curves
+from .reranker_tuning import DEFAULT_RERANK_WEIGHTS, tune_rerank_weight
 from .retrievers import ExactMatchRetriever, LinkerRetriever, NormalizedBaseline, TfidfRetriever, evaluation_linker
 
 __all__ = [
-    "DEFAULT_MEMORY_GRID", "Entity", "EvalMention", "ExactMatchRetriever", "KS", "LinkerRetriever", "MEMORY_GRIDS",
+    "DEFAULT_MEMORY_GRID", "DEFAULT_RERANK_WEIGHTS", "Entity", "EvalMention", "ExactMatchRetriever", "KS", "LinkerRetriever", "MEMORY_GRIDS",
     "NormalizedBaseline", "PROTOCOLS", "Preprocessing", "System", "TfidfRetriever", "build_encoder_index",
     "end_to_end_table", "evaluate_end_to_end", "evaluation_linker", "gold_mention_doc", "gold_rank",
     "index_cache", "index_cache_key", "markdown_table", "memory_grid", "mention_finders", "mention_parts", "mention_rank",
     "mentions_from_documents", "mentions_from_queries", "metrics_from_ranks", "missing_gold", "model_label",
     "normalized_concepts", "plot_curves", "read_corpus", "run_benchmark", "run_protocols", "score_end_to_end",
-    "score_retriever", "training_names", "tune_memory", "with_extra_names",
+    "score_retriever", "training_names", "tune_memory", "tune_rerank_weight", "with_extra_names",
 ]

@@ -99,6 +99,7 @@ def run_benchmark(
     backend: str = "torch",
     reachable_only: bool = False,
     reranker: Optional[str] = None,
+    rerank_weight: float = 1.0,
     misses: Optional[list] = None,
 ) -> dict:
     """Evaluate an encoder (and, with `baselines`, exact match, TF-IDF and the untuned encoder) on one corpus.
@@ -110,8 +111,8 @@ def run_benchmark(
     (torch, onnx, onnx-int8); the untuned baseline encoder runs on torch. `reachable_only`: score only
     the mentions with a gold id in the vocabulary (an open subset, e.g. XL-BEL over open ontologies);
     the others are counted in the report, never silently dropped. `reranker`: a re-ranker folder; the
-    model is also run with it in the component (its top k re-ordered), one more row. `misses`: a list that
-    receives every mention a system does not rank first (`run_protocols`).
+    model is also run with it in the component (its top k re-ordered, its logit times `rerank_weight`), one more
+    row. `misses`: a list that receives every mention a system does not rank first (`run_protocols`).
     """
     from ..encoder import Encoder, default_pooling
     from ..readers import read_vocabularies
@@ -158,7 +159,7 @@ def run_benchmark(
         def make(dictionary: Sequence[Concept]) -> LinkerRetriever:
             known = vocabulary if dictionary is concepts else None
             index = build_encoder_index(encoder, dictionary, cache, known, normalizer)
-            return LinkerRetriever(name, encoder, index, memory_mentions, settings, reranker_folder)
+            return LinkerRetriever(name, encoder, index, memory_mentions, settings, reranker_folder, rerank_weight)
 
         return make
 
@@ -227,6 +228,7 @@ def run_benchmark(
         "n_missing_gold": n_missing,
         "reachable_only": reachable_only,
         "reranker": reranker,
+        "rerank_weight": rerank_weight if reranker else None,
         "absent_gold_ids": absent,
         "n_extra_names_biosyn": len(extra),
         "n_new_concepts_biosyn": len({concept_id for concept_id, _ in extra if concept_id not in kb}),

@@ -111,7 +111,7 @@ def evaluation_linker(encoder, index: ConceptIndex, memory_settings: Optional[Me
 class LinkerRetriever:
     """An encoder system scored through the component's own search (`SapbertLinker.search_texts`);
     with `memory` (annotated (text, concept id) pairs) its mention memory is filled (kNN-BioEL), with
-    `reranker` (a re-ranker folder) the component re-orders its candidates with it."""
+    `reranker` (a re-ranker folder) the component re-orders its candidates with it, its logit times `rerank_weight`."""
 
     def __init__(
         self,
@@ -121,6 +121,7 @@ class LinkerRetriever:
         memory: Sequence[Tuple[str, str]] = (),
         settings: Optional[MemorySettings] = None,
         reranker: Optional[str] = None,
+        rerank_weight: float = 1.0,
     ):
         self.name = name
         self.linker = evaluation_linker(encoder, index, settings)
@@ -128,6 +129,7 @@ class LinkerRetriever:
             self.linker.add_mentions(memory)
         if reranker:
             self.linker.set_reranker(reranker)
+            self.linker.rerank_weight = rerank_weight
 
     @property
     def reads_context(self) -> bool:
