@@ -38,7 +38,8 @@ from .reranker_tuning import DEFAULT_RERANK_WEIGHTS, tune_rerank_weight
 from .retrievers import ExactMatchRetriever, LinkerRetriever, NormalizedBaseline, TfidfRetriever, evaluation_linker
 
 __all__ = [
-    "DEFAULT_MEMORY_GRID", "DEFAULT_RERANK_WEIGHTS", "Entity", "EvalMention", "ExactMatchRetriever", "KS", "LinkerRetriever", "MEMORY_GRIDS",
+    "DEFAULT_MEMORY_GRID", "DEFAULT_RERANK_WEIGHTS", "Entity", "EvalMention", "ExactMatchRetriever", "KS",
+    "LinkerRetriever", "MEMORY_GRIDS",
     "NormalizedBaseline", "PROTOCOLS", "Preprocessing", "System", "TfidfRetriever", "build_encoder_index",
     "end_to_end_table", "evaluate_end_to_end", "evaluation_linker", "gold_mention_doc", "gold_rank",
     "index_cache", "index_cache_key", "markdown_table", "memory_grid", "mention_finders", "mention_parts", "mention_rank",
