@@ -57,8 +57,6 @@ META_FILE = "reranker.json"
 FORMAT_VERSION = 1
 ENSEMBLE_FORMAT_VERSION = 2  # a folder with `members`: earlier versions cannot read it and say so
 MEMBER_DIR = "member-{}"
-# What an ensemble's members must share: how pairs are built and what they learned to re-order.
-SHARED_KEYS = ("max_length", "max_names", "context_words", "bi_temperature", "trained_on")
 NAME_SEPARATOR = " ; "
 MENTION_BRACKETS = ("[", "]")
 CONTEXT_CHARS_PER_WORD = 40  # characters read per context word wanted: a window, not the whole document
@@ -239,8 +237,8 @@ def read_meta(folder: Path) -> Dict[str, Any]:
 
 
 def shared_settings(meta: Mapping[str, Any]) -> Dict[str, Any]:
-    """The SHARED_KEYS of a reranker.json as a Reranker reads them (a key an earlier version did not write has
-    the value it meant)."""
+    """What an ensemble's members must share (how pairs are built and what they learned to re-order), from a
+    reranker.json as a Reranker reads it: a key an earlier version did not write has the value it meant."""
     context_words = int(meta.get("context_words", 0))
     return {
         "max_length": int(meta.get("max_length") or default_max_length(context_words)), "max_names": int(meta.get("max_names", 4)),
@@ -251,7 +249,7 @@ def shared_settings(meta: Mapping[str, Any]) -> Dict[str, Any]:
 def combine_rerankers(folders: Sequence[Union[str, Path]], output: Path) -> None:
     """Write `output`, an ensemble of the trained re-rankers in `folders` (model folders of train-reranker):
     their logits are averaged. SapbertError, before anything is written, for a folder that is not a trained
-    re-ranker, is an ensemble already, or differs from the first in a SHARED_KEYS setting. The caller checks
+    re-ranker, is an ensemble already, or differs from the first in a `shared_settings` value. The caller checks
     that `output` may be written (it is replaced when it exists)."""
     from .outputs import write_new_dir
 
@@ -266,7 +264,7 @@ def combine_rerankers(folders: Sequence[Union[str, Path]], output: Path) -> None
             raise SapbertError(f"{folder}: already an ensemble; combine its members' folders instead")
     settings = [shared_settings(meta) for meta in metas]
     for folder, setting in zip(folders[1:], settings[1:]):
-        differing = {key: (settings[0][key], setting[key]) for key in SHARED_KEYS if setting[key] != settings[0][key]}
+        differing = {key: (value, setting[key]) for key, value in settings[0].items() if setting[key] != value}
         if differing:
             raise SapbertError(f"{folder}: its settings differ from {folders[0]}'s, (first, this): {differing}; an ensemble's members must match")
 
