@@ -59,6 +59,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    if args.pipeline and args.model:
+        raise SystemExit("--model and --pipeline both name the linker's encoder; give one")
     default = offline_default_model()
     model = args.model or default
     rerankers: List[str] = args.reranker or [default]
@@ -107,7 +109,7 @@ def main() -> None:
     for reranker, words, k in settings:
         median = statistics.median(seconds[(reranker, words, k)])
         timed = loaded.get((reranker, words))
-        name = f"{reranker} ({len(timed.members)} model{'s' if len(timed.members) > 1 else ''})" if timed else "none (the linker alone)"
+        name = f"{reranker} ({len(timed.members)} model(s))" if timed else "none (the linker alone)"
         context = timed.context_words if timed else 0  # a trained re-ranker reads the context it was trained with
         pairs = (n_mentions if context else n_distinct) * k if timed else 0  # with context, each occurrence
         print(f"| {name} | {context} | {k if timed else '-'} | {pairs} | {median:.2f} | {n_mentions / median:.0f} | {median / alone:.1f}x |")
