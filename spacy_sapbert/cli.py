@@ -505,7 +505,7 @@ def evaluate_command(
     key_by: Optional[str] = typer.Option(None, help="Key the vocabulary's concepts by their cross-references with this prefix, e.g. UMLS: HPO, MONDO and DOID names under CUIs for XL-BEL."),
     reachable_only: bool = typer.Option(False, help="Score only mentions whose gold id is in the vocabulary (an open subset); the others are counted in the report."),
     reranker: Optional[str] = typer.Option(None, help="A re-ranker folder (train-reranker): the model (and, with --memory, the model + memory) is also scored with it re-ordering its top 10 in the component."),
-    rerank_weight: float = typer.Option(1.0, help="The --reranker's logit is multiplied by this before it joins the linker's score, as the component's rerank_weight."),
+    rerank_weight: List[float] = typer.Option([1.0], help="The --reranker's logit is multiplied by this before it joins the linker's score, as the component's rerank_weight. Give it several times to score each weight in one run (rows named by weight): each pair's logit is computed once."),
     model: Optional[str] = typer.Option(None, help="Encoder to evaluate (hub name or folder). Default: the offline all-MiniLM-L6-v2."),
     pooling: Optional[str] = typer.Option(None, help="cls or mean. Default: what the model folder declares (sentence-transformers' 1_Pooling), else cls."),
     max_length: int = typer.Option(25, help="Word pieces per name or mention."),
@@ -540,7 +540,8 @@ def evaluate_command(
     from .readers import read_spell_check, vocabulary_specs
 
     check_file_outputs(output, errors, plot)
-    check_rerank_weight(rerank_weight, "--rerank-weight")
+    for weight in rerank_weight:
+        check_rerank_weight(weight, "--rerank-weight")
     default = offline_default_model()
     model, pooling = _model_and_pooling(model, pooling, default)
     vocabularies = vocabulary_specs(vocab, vocab_format, mesh_trees, key_by)
@@ -574,7 +575,7 @@ def evaluate_command(
         backend=backend,
         reachable_only=reachable_only,
         reranker=reranker,
-        rerank_weight=rerank_weight,
+        rerank_weights=list(dict.fromkeys(rerank_weight)),
         misses=misses,
     )
     if end_to_end:

@@ -366,15 +366,16 @@ class SapbertLinker(Pipe):
         if self.reranker_name:
             self.set_reranker(self.reranker_name)
 
-    def set_reranker(self, model: Optional[Union[str, Path]]) -> None:
+    def set_reranker(self, model: Optional[Union[str, Path, Reranker]]) -> None:
         """Load a re-ranker (a folder of `train-reranker`, or any one-output sequence classifier) into the
-        linker, or remove it (None). A re-ranker trained on another encoder's candidates is refused."""
+        linker, or remove it (None); a loaded `Reranker` is used as it is (several linkers may share one).
+        A re-ranker trained on another encoder's candidates is refused."""
         if model is None:
             self.reranker, self.reranker_name = None, None
             return
-        reranker = Reranker(model, device=self.encoder_options["device"])
+        reranker = model if isinstance(model, Reranker) else Reranker(model, device=self.encoder_options["device"])
         check_trained_on(reranker, self._require_encoder().fingerprint, self.normalizer.settings(), self.name)
-        self.reranker, self.reranker_name = reranker, str(model)
+        self.reranker, self.reranker_name = reranker, reranker.name
 
     def build_index(
         self,

@@ -634,3 +634,46 @@ def test_evaluate_scores_a_reranker_through_the_component_and_refuses_one_of_ano
     Reranker(tiny_bert, device="cpu").save(tmp_path / "other", trained_on={"encoder_fingerprint": "0" * 16, "normalizer": {}})
     result = CliRunner().invoke(app, args[:-1] + [str(tmp_path / "other")])
     assert result.exit_code == 1 and "was trained on the candidates of encoder 0000000000000000" in result.output
+
+
+def test_evaluate_scores_several_rerank_weights_in_one_run_each_pair_once(tmp_path, tiny_bert, monkeypatch):
+    import torch
+
+    from spacy_sapbert.reranker import Reranker
+
+    (tmp_path / "corpus.txt").write_text(PUBTATOR, encoding="utf8")
+    (tmp_path / "vocab.txt").write_text(
+        "D1||Heart failure|cardiac failure\nD2||Liver cancer|hepatoma\nD3||Kidney disease|nephropathy\n", encoding="utf8"
+    )
+    torch.manual_seed(3)
+    head = Reranker(tiny_bert, device="cpu")
+    head.bi_temperature = 0.1  # its logit joins the linker's score: the weight moves the order
+    head.save(tmp_path / "reranker")
+    scored = []
+    original = Reranker._score
+    monkeypatch.setattr(Reranker, "_score", lambda self, pairs: scored.extend(pairs) or original(self, pairs))
+    args = ["evaluate", str(tmp_path / "corpus.txt"), "--vocab", str(tmp_path / "vocab.txt"), "--model", tiny_bert,
+            "--cache-dir", str(tmp_path / "cache"), "--reranker", str(tmp_path / "reranker"), "--memory", str(tmp_path / "corpus.txt"),
+            "--train", str(tmp_path / "corpus.txt")]
+
+    def run(weights, output):
+        result = CliRunner().invoke(app, args + [f"--rerank-weight={w}" for w in weights] + ["--output", str(tmp_path / output)])
+        assert result.exit_code == 0, result.output
+        return json.loads((tmp_path / output).read_text())
+
+    several = run(["0.001", "1000", "0.001"], "several.json")  # a repeated weight is scored once
+    assert len(scored) == len(set(scored)) > 0  # each (mention, candidate) pair once for every weight and row
+    assert several["rerank_weights"] == [0.001, 1000.0]
+    results, name = several["results"], Path(tiny_bert).name
+    rows = [f"{name} + re-ranker (weight {w})" for w in ("0.001", "1000")]
+    memory_rows = [f"{name} + memory + re-ranker (weight {w})" for w in ("0.001", "1000")]
+    assert set(results) == {name, f"{name} + memory", *rows, *memory_rows}
+    for protocol in ("strict", "biosyn"):  # a tiny weight leaves the linker's order
+        assert results[rows[0]][protocol] == results[name][protocol]
+        assert results[memory_rows[0]][protocol] == results[f"{name} + memory"][protocol]
+    single = run(["1000"], "single.json")["results"]  # one weight: the rows keep their plain names
+    assert set(single) == {name, f"{name} + re-ranker", f"{name} + memory", f"{name} + memory + re-ranker"}
+    assert single[f"{name} + re-ranker"] == results[rows[1]]
+    assert single[f"{name} + memory + re-ranker"] == results[memory_rows[1]]
+    result = CliRunner().invoke(app, args + ["--rerank-weight", "1", "--rerank-weight", "0"])
+    assert result.exit_code == 1 and "--rerank-weight must be a positive number, got 0.0" in result.output

@@ -1,6 +1,7 @@
 """One evaluation run: every system under every protocol on one corpus (`run_benchmark`, the `evaluate` command)."""
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -54,17 +55,16 @@ def run_protocols(
         from tqdm import tqdm
 
         steps = tqdm(steps, desc="evaluating", unit="run")
-    retrievers: Dict[int, object] = {}
+    current, retriever = None, None  # a system's retriever lives while its protocols run (system after system)
     for system, protocol in steps:
-        retriever = retrievers.get(id(system))
-        if protocol == "strict" or retriever is None:
+        if protocol == "strict" or system is not current:
+            current, retriever = system, None  # the last one's index and memory go before the next is built
             retriever = system.make(concepts)
         if protocol == "biosyn":
             if hasattr(retriever, "add_names"):
                 retriever.add_names(extra_names)  # only the new names are encoded
             else:
                 retriever = system.make(with_extra_names(concepts, extra_names))
-        retrievers[id(system)] = retriever
         found: Optional[list] = [] if misses is not None else None
         metrics, _ = score_retriever(retriever, mentions, kb, misses=found)
         if misses is not None:
@@ -99,7 +99,7 @@ def run_benchmark(
     backend: str = "torch",
     reachable_only: bool = False,
     reranker: Optional[str] = None,
-    rerank_weight: float = 1.0,
+    rerank_weights: Sequence[float] = (1.0,),
     misses: Optional[list] = None,
 ) -> dict:
     """Evaluate an encoder (and, with `baselines`, exact match, TF-IDF and the untuned encoder) on one corpus.
@@ -111,11 +111,13 @@ def run_benchmark(
     (torch, onnx, onnx-int8); the untuned baseline encoder runs on torch. `reachable_only`: score only
     the mentions with a gold id in the vocabulary (an open subset, e.g. XL-BEL over open ontologies);
     the others are counted in the report, never silently dropped. `reranker`: a re-ranker folder; the
-    model is also run with it in the component (its top k re-ordered, its logit times `rerank_weight`), one more
-    row. `misses`: a list that receives every mention a system does not rank first (`run_protocols`).
+    model is also run with it in the component (its top k re-ordered, its logit times the component's
+    `rerank_weight`), one more row (and one more with the memory) for each of `rerank_weights`. The re-ranker is
+    loaded once and each (mention, candidate) pair scored once for all of them. `misses`: a list that receives every mention a system does not rank first (`run_protocols`).
     """
     from ..encoder import Encoder, default_pooling
     from ..readers import read_vocabularies
+    from ..reranker import Reranker
 
     grid = memory_grid(grid_name)
     prep = prep or Preprocessing()
@@ -145,7 +147,7 @@ def run_benchmark(
 
     def encoder_retriever(
         name: str, model_name: str, model_pooling: str, memory_mentions=(), settings=None, model_backend: str = "torch",
-        reranker_folder: Optional[str] = None,
+        reranker_and_weight: Optional[Tuple[Reranker, float]] = None,
     ):
         """A function dictionary -> LinkerRetriever; each model is loaded once."""
         key = (model_name, model_pooling, model_backend)
@@ -159,7 +161,7 @@ def run_benchmark(
         def make(dictionary: Sequence[Concept]) -> LinkerRetriever:
             known = vocabulary if dictionary is concepts else None
             index = build_encoder_index(encoder, dictionary, cache, known, normalizer)
-            return LinkerRetriever(name, encoder, index, memory_mentions, settings, reranker_folder, rerank_weight)
+            return LinkerRetriever(name, encoder, index, memory_mentions, settings, *(reranker_and_weight or ()))
 
         return make
 
@@ -171,6 +173,13 @@ def run_benchmark(
     def baseline_system(retriever_class) -> System:
         return System(retriever_class.name, lambda dictionary: NormalizedBaseline(retriever_class, normalizer, dictionary))
 
+    loaded = Reranker(reranker, device=device) if model and reranker else None
+    several = len(rerank_weights) > 1
+
+    def reranker_rows(name: str) -> List[Tuple[str, Tuple[Reranker, float]]]:
+        """(row name, (re-ranker, weight)) for each weight; named by weight when there are several."""
+        return [(name + (f" (weight {weight:g})" if several else ""), (loaded, weight)) for weight in rerank_weights]
+
     with index_cache(cache_dir) as cache:
         systems: List[System] = []
         if baselines:
@@ -180,9 +189,9 @@ def run_benchmark(
                 systems.append(encoder_system(f"untuned {model_label(baseline_model)}", baseline_model, pooling_))
         if model:
             systems.append(encoder_system(label, model, pooling, backend))
-        if model and reranker:
-            name = f"{label} + re-ranker"
-            systems.append(System(name, encoder_retriever(name, model, pooling, model_backend=backend, reranker_folder=reranker)))
+        if loaded:
+            for name, reranker_and_weight in reranker_rows(f"{label} + re-ranker"):
+                systems.append(System(name, encoder_retriever(name, model, pooling, model_backend=backend, reranker_and_weight=reranker_and_weight)))
         memory_report = None
         if model and memory_mentions:
             given = memory_settings if isinstance(memory_settings, Mapping) else {p: memory_settings for p in protocols}
@@ -200,10 +209,10 @@ def run_benchmark(
             protocols_of: Dict[MemorySettings, List[str]] = {}  # one retriever (one memory encoding) per distinct settings
             for protocol in protocols:
                 protocols_of.setdefault(settings[protocol], []).append(protocol)
-            rows = [(name, None)] + ([(f"{label} + memory + re-ranker", reranker)] if reranker else [])
-            for row_name, reranker_folder in rows:  # the re-ranker re-orders the memory's combined scores, as in a pipeline
+            rows = [(name, None)] + (reranker_rows(f"{label} + memory + re-ranker") if loaded else [])
+            for row_name, reranker_and_weight in rows:  # the re-ranker re-orders the memory's combined scores, as in a pipeline
                 for row_settings, row_protocols in protocols_of.items():
-                    make = encoder_retriever(row_name, model, pooling, memory_mentions, row_settings, backend, reranker_folder)
+                    make = encoder_retriever(row_name, model, pooling, memory_mentions, row_settings, backend, reranker_and_weight)
                     systems.append(System(row_name, make, row_protocols))
             pipeline_protocol = "strict" if "strict" in protocols else protocols[0]
             memory_report = {
@@ -215,7 +224,8 @@ def run_benchmark(
                 "grid_name": grid_name if tune else None,
                 "grid": grids,
             }
-        results = run_protocols(systems, concepts, mentions, extra, protocols, misses=misses)
+        with loaded.memoized() if loaded else contextlib.nullcontext():
+            results = run_protocols(systems, concepts, mentions, extra, protocols, misses=misses)
     return {
         "title": title or Path(corpus).name,
         "corpus": str(corpus),
@@ -228,7 +238,7 @@ def run_benchmark(
         "n_missing_gold": n_missing,
         "reachable_only": reachable_only,
         "reranker": reranker,
-        "rerank_weight": rerank_weight if reranker else None,
+        "rerank_weights": list(rerank_weights) if reranker else None,
         "absent_gold_ids": absent,
         "n_extra_names_biosyn": len(extra),
         "n_new_concepts_biosyn": len({concept_id for concept_id, _ in extra if concept_id not in kb}),

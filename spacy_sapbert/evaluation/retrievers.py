@@ -1,7 +1,7 @@
 """The ranked systems: exact match and TF-IDF baselines, and the encoder scored through the sapbert_linker."""
 from __future__ import annotations
 
-from typing import Callable, Iterable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy
 
@@ -13,6 +13,9 @@ from ..memory import MemorySettings
 from ..normalizer import Normalizer
 from .dictionaries import normalized_concepts
 from .ranks import KS
+
+if TYPE_CHECKING:
+    from ..reranker import Reranker
 
 
 class ExactMatchRetriever:
@@ -111,7 +114,8 @@ def evaluation_linker(encoder, index: ConceptIndex, memory_settings: Optional[Me
 class LinkerRetriever:
     """An encoder system scored through the component's own search (`SapbertLinker.search_texts`);
     with `memory` (annotated (text, concept id) pairs) its mention memory is filled (kNN-BioEL), with
-    `reranker` (a re-ranker folder) the component re-orders its candidates with it, its logit times `rerank_weight`."""
+    `reranker` (a re-ranker folder, or a loaded `Reranker` that several retrievers share) the component re-orders
+    its candidates with it, its logit times `rerank_weight`."""
 
     def __init__(
         self,
@@ -120,7 +124,7 @@ class LinkerRetriever:
         index: ConceptIndex,
         memory: Sequence[Tuple[str, str]] = (),
         settings: Optional[MemorySettings] = None,
-        reranker: Optional[str] = None,
+        reranker: Optional[Union[str, Reranker]] = None,
         rerank_weight: float = 1.0,
     ):
         self.name = name
