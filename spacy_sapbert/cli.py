@@ -506,6 +506,7 @@ def evaluate_command(
     reachable_only: bool = typer.Option(False, help="Score only mentions whose gold id is in the vocabulary (an open subset); the others are counted in the report."),
     reranker: Optional[str] = typer.Option(None, help="A re-ranker folder (train-reranker): the model (and, with --memory, the model + memory) is also scored with it re-ordering its top 10 in the component."),
     rerank_weight: List[float] = typer.Option([1.0], help="The --reranker's logit is multiplied by this before it joins the linker's score, as the component's rerank_weight. Give it several times to score each weight in one run (rows named by weight): each pair's logit is computed once."),
+    rerank_backend: str = typer.Option("torch", help="How the re-ranker runs: torch (float32), torch-bf16 (bfloat16: CPUs with AMX or AVX512-BF16, GPUs) or torch-fp16 (float16, GPUs); the reduced-precision copies are checked against float32 when made."),
     model: Optional[str] = typer.Option(None, help="Encoder to evaluate (hub name or folder). Default: the offline all-MiniLM-L6-v2."),
     pooling: Optional[str] = typer.Option(None, help="cls or mean. Default: what the model folder declares (sentence-transformers' 1_Pooling), else cls."),
     max_length: int = typer.Option(25, help="Word pieces per name or mention."),
@@ -538,10 +539,12 @@ def evaluate_command(
     from .linker import check_rerank_weight
     from .outputs import check_file_outputs
     from .readers import read_spell_check, vocabulary_specs
+    from .reranker import check_rerank_backend
 
     check_file_outputs(output, errors, plot)
     for weight in rerank_weight:
         check_rerank_weight(weight, "--rerank-weight")
+    check_rerank_backend(rerank_backend, "--rerank-backend")
     default = offline_default_model()
     model, pooling = _model_and_pooling(model, pooling, default)
     vocabularies = vocabulary_specs(vocab, vocab_format, mesh_trees, key_by)
@@ -576,6 +579,7 @@ def evaluate_command(
         reachable_only=reachable_only,
         reranker=reranker,
         rerank_weights=list(dict.fromkeys(rerank_weight)),
+        rerank_backend=rerank_backend,
         misses=misses,
     )
     if end_to_end:
@@ -660,6 +664,7 @@ def add_reranker_command(
     output: Path = typer.Option(..., help="Folder to write the pipeline with its re-ranker to (PIPELINE itself with --overwrite)."),
     rerank_k: Optional[int] = typer.Option(None, help="Candidates re-scored per mention (at most the linker's k; default: all k)."),
     rerank_weight: float = typer.Option(1.0, help="The re-ranker's logit is multiplied by this before it joins the linker's score (1: as trained)."),
+    rerank_backend: str = typer.Option("torch", help="How the re-ranker runs: torch (float32), torch-bf16 (bfloat16: CPUs with AMX or AVX512-BF16, GPUs) or torch-fp16 (float16, GPUs); the reduced-precision copies are checked against float32 when made."),
     tune_weight_on: Optional[Path] = typer.Option(None, help="A dev corpus (PubTator; never a test set): link its gold mentions with each --weight and keep the most accurate (the smaller on a tie) instead of --rerank-weight."),
     weight: List[float] = typer.Option([], help="A weight --tune-weight-on tries (repeat the option; default 0.1 0.2 0.3 0.5 0.7 1 1.5)."),
     label: List[str] = typer.Option([], help="With --tune-weight-on: only gold mentions with these labels."),
@@ -674,14 +679,17 @@ def add_reranker_command(
     from .outputs import check_file_outputs, check_pipeline_output
     from .pipeline import choose_linker_name, linker_names, save_pipeline
 
+    from .reranker import check_rerank_backend
+
     check_pipeline_output(output, overwrite)
     check_file_outputs(report)
+    check_rerank_backend(rerank_backend, "--rerank-backend")
     if (report or label) and not tune_weight_on:
         raise SapbertError("--report and --label describe --tune-weight-on; give it a dev corpus")
     component = choose_linker_name(linker_names(spacy.util.load_config(pipeline / "config.cfg")), component)
 
     def with_reranker(weight_: float):
-        nlp_ = spacy.load(pipeline, config={"components": {component: {"reranker": str(reranker), "rerank_k": rerank_k, "rerank_weight": weight_}}})
+        nlp_ = spacy.load(pipeline, config={"components": {component: {"reranker": str(reranker), "rerank_k": rerank_k, "rerank_weight": weight_, "rerank_backend": rerank_backend}}})
         nlp_.get_pipe(component).set_reranker(reranker)
         return nlp_
 

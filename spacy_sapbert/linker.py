@@ -34,7 +34,7 @@ from .memory import MemorySettings, MentionMemory
 from .normalizer import Normalizer
 from .preprocess import gold_ids, is_cuiless
 from .readers.dictionary import read_spell_check
-from .reranker import Reranker, check_trained_on, rerank_hits
+from .reranker import Reranker, check_rerank_backend, check_trained_on, rerank_hits
 from .scoring import score_sapbert_links
 from .vector_cache import VectorCache
 
@@ -72,6 +72,7 @@ DEFAULT_CONFIG = {
     "reranker": None,
     "rerank_k": None,
     "rerank_weight": 1.0,
+    "rerank_backend": "torch",
     "context_window": 0,
     "scorer": {"@scorers": "spacy-sapbert.linker_scorer.v1"},
 }
@@ -177,6 +178,7 @@ def make_sapbert_linker(
     reranker: Optional[str],
     rerank_k: Optional[int],
     rerank_weight: float,
+    rerank_backend: str,
     context_window: int,
     scorer: Optional[Callable],
 ) -> "SapbertLinker":
@@ -213,6 +215,7 @@ def make_sapbert_linker(
         reranker=reranker,
         rerank_k=rerank_k,
         rerank_weight=rerank_weight,
+        rerank_backend=rerank_backend,
         context_window=context_window,
         scorer=scorer,
     )
@@ -265,6 +268,7 @@ class SapbertLinker(Pipe):
         reranker: Optional[str] = None,
         rerank_k: Optional[int] = None,
         rerank_weight: float = 1.0,
+        rerank_backend: str = "torch",
         context_window: int = 0,
         scorer: Optional[Callable] = score_sapbert_links,
     ):
@@ -272,7 +276,7 @@ class SapbertLinker(Pipe):
             k=k, max_entities_per_mention=max_entities_per_mention, batch_size=batch_size, max_length=max_length,
             pooling=pooling, index_type=index_type, threshold=threshold, normalize=normalize, device=device,
             vector_cache_size=vector_cache_size, backend=backend, nprobe=nprobe, shortlist=shortlist, rerank_k=rerank_k,
-            rerank_weight=rerank_weight, context_window=context_window,
+            rerank_weight=rerank_weight, rerank_backend=rerank_backend, context_window=context_window,
         )
         self.vocab = vocab
         self.name = name
@@ -303,6 +307,7 @@ class SapbertLinker(Pipe):
         self.reranker_name = reranker
         self.rerank_k = rerank_k
         self.rerank_weight = rerank_weight
+        self.rerank_backend = rerank_backend
         self.reranker: Optional[Reranker] = None
         self.context_window = context_window
         install_extensions()
@@ -368,14 +373,13 @@ class SapbertLinker(Pipe):
 
     def set_reranker(self, model: Optional[Union[str, Path, Reranker]]) -> None:
         """Load a re-ranker (a folder of `train-reranker`, or any one-output sequence classifier) into the
-        linker, or remove it (None); a loaded `Reranker` is used as it is (several linkers may share one).
-        A re-ranker trained on another encoder's candidates is refused."""
+        linker, or remove it (None); a loaded `Reranker` is used as it is (several linkers may share one, with its
+        own backend). A re-ranker trained on another encoder's candidates is refused."""
         if model is None:
             self.reranker, self.reranker_name = None, None
             return
-        reranker = model if isinstance(model, Reranker) else Reranker(model, device=self.encoder_options["device"])
-        check_trained_on(reranker, self._require_encoder().fingerprint, self.normalizer.settings(), self.name)
-        self.reranker, self.reranker_name = reranker, reranker.name
+        self._load_reranker(model, self.name)
+        self.reranker_name = self.reranker.name
 
     def build_index(
         self,
@@ -713,11 +717,14 @@ class SapbertLinker(Pipe):
         self._check_dimensions(str(path))
         self._check_loaded_settings(str(path))
         if RERANKER_DIR not in exclude and (path / RERANKER_DIR).is_dir():
-            self._load_reranker(path / RERANKER_DIR, str(path))
+            self._load_reranker(path / RERANKER_DIR, str(path), local_files_only=True)
         return self
 
-    def _load_reranker(self, folder: Path, where: str) -> None:
-        reranker = Reranker(folder, device=self.encoder_options["device"], local_files_only=True)
+    def _load_reranker(self, model: Union[str, Path, Reranker], where: str, local_files_only: bool = False) -> None:
+        """Load `model` (as `rerank_backend` says) or take a loaded one, refused when trained for another encoder."""
+        reranker = model if isinstance(model, Reranker) else Reranker(
+            model, device=self.encoder_options["device"], local_files_only=local_files_only, backend=self.rerank_backend
+        )
         check_trained_on(reranker, self._require_encoder().fingerprint, self.normalizer.settings(), where)
         self.reranker = reranker
 
@@ -746,7 +753,7 @@ class SapbertLinker(Pipe):
         self._check_loaded_settings("bytes")
         if RERANKER_DIR in msg and RERANKER_DIR not in exclude:
             with bytes_folder(msg[RERANKER_DIR]) as folder:
-                self._load_reranker(folder, "bytes")
+                self._load_reranker(folder, "bytes", local_files_only=True)
         return self
 
     def vector_settings(self) -> Dict[str, Any]:
@@ -885,6 +892,7 @@ def check_config(
     shortlist: int = DEFAULT_SHORTLIST,
     rerank_k: Optional[int] = None,
     rerank_weight: float = 1.0,
+    rerank_backend: str = "torch",
     context_window: int = 0,
 ) -> None:
     """Refuse at `add_pipe` (not later, at `initialize`) the config values that can never work, naming the key."""
@@ -895,6 +903,7 @@ def check_config(
     if rerank_k is not None and rerank_k > k:
         raise SapbertError(f"sapbert_linker config key `rerank_k` ({rerank_k}) is larger than `k` ({k}): the re-ranker can only re-order the k candidates")
     check_rerank_weight(rerank_weight, "sapbert_linker config key `rerank_weight`")
+    check_rerank_backend(rerank_backend, "sapbert_linker config key `rerank_backend`")
     if context_window and context_window < MIN_WINDOW:
         raise SapbertError(f"sapbert_linker config key `context_window` must be 0 (off) or at least {MIN_WINDOW} word pieces, got {context_window}")
     if backend not in BACKENDS:

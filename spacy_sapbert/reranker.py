@@ -35,10 +35,16 @@ An ensemble (`combine_rerankers`, CLI `combine-rerankers`) is a re-ranker folder
 ``members``: subfolders each holding one trained cross-encoder (e.g. the same recipe with other seeds). Its logit
 for a pair is the mean of its members' logits. The members must build pairs alike and have learned to re-order
 the same bi-encoder's candidates; the pipeline treats the ensemble as one re-ranker.
+
+`backend` says how the re-ranker runs, as the linker's encoder `backend` does for the encoder: torch (float32), or a
+bfloat16 (`torch-bf16`, for CPUs with AMX or AVX512-BF16 and for GPUs) or float16 (`torch-fp16`, GPUs) copy of each
+member, checked against float32 on probe pairs when it is made. The float32 weights stay the re-ranker's own (what is
+saved). Reduced precision rounds the logits, so a few close candidates may swap (BENCHMARKS.md measures how many).
 """
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import shutil
 from pathlib import Path
@@ -58,6 +64,12 @@ FORMAT_VERSION = 1
 ENSEMBLE_FORMAT_VERSION = 2  # a folder with `members`: earlier versions cannot read it and say so
 MEMBER_DIR = "member-{}"
 NAME_SEPARATOR = " ; "
+RERANK_BACKENDS = ("torch", "torch-bf16", "torch-fp16")
+# a reduced-precision copy is refused when its logits on the probe pairs (AGREEMENT_PROBES, each with each) move by
+# more than this, on average, relative to float32's mean size + 1. Rounding alone gives 0.002 to 0.003 in bfloat16 and
+# under 0.001 in float16 (the MiniLM-chain re-rankers, with and without context); overflow (float16: inf, NaN) or a
+# model that does not run in that precision gives more
+MAX_HALF_LOGIT_ERROR = 0.05
 MENTION_BRACKETS = ("[", "]")
 CONTEXT_CHARS_PER_WORD = 40  # characters read per context word wanted: a window, not the whole document
 
@@ -136,8 +148,11 @@ class Reranker:
         max_length: Optional[int] = None,
         max_names: Optional[int] = None,
         local_files_only: bool = False,
+        backend: str = "torch",
     ):
         from transformers import AutoModelForSequenceClassification
+
+        check_rerank_backend(backend, "re-ranker backend")
 
         self.name = str(model)
         self.meta: Dict[str, Any] = read_meta(Path(self.name)) if Path(self.name).is_dir() else {}
@@ -157,6 +172,10 @@ class Reranker:
             model.to(self.device)
             model.eval()
         self.tokenizer = self.members[0][0]
+        self.backend = backend
+        self.runtime = self.members if backend == "torch" else [
+            (tokenizer, reduced_precision_copy(model, tokenizer, backend, self.max_length)) for tokenizer, model in self.members
+        ]  # what scores: the members, or their reduced-precision copies
         self._memo: Optional[Dict[Tuple[str, str], float]] = None
 
     @property
@@ -191,7 +210,7 @@ class Reranker:
                 queries, texts = [pairs[i][0] for i in rows], [pairs[i][1] for i in rows]
                 logits = [
                     pair_logits(model, tokenizer, queries, texts, self.max_length, self.device).float().cpu().numpy()
-                    for tokenizer, model in self.members
+                    for tokenizer, model in self.runtime
                 ]
                 scores[rows] = numpy.mean(logits, axis=0)
         return scores
@@ -205,6 +224,36 @@ class Reranker:
             save_pretrained(folder / member, model, tokenizer)
         trained_on = trained_on if trained_on is not None else self.trained_on
         write_meta(folder, self.max_length, self.max_names, trained_on, self.bi_temperature, self.context_words, members)
+
+
+def check_rerank_backend(backend: str, name: str) -> None:
+    """SapbertError naming `name` (a config key or an option) unless `backend` is one of RERANK_BACKENDS."""
+    if backend not in RERANK_BACKENDS:
+        raise SapbertError(f"{name} is {backend!r}; choose one of {list(RERANK_BACKENDS)}")
+
+
+def reduced_precision_copy(model, tokenizer, backend: str, max_length: int):
+    """A copy of the float32 cross-encoder `model` in the dtype of `backend`, refused (SapbertError) when its logits
+    on probe pairs move by more than MAX_HALF_LOGIT_ERROR; the float32 model is left as it was."""
+    from .backends import AGREEMENT_PROBES, REDUCED_PRECISION, warn_if_emulated_on_cpu
+
+    dtype = REDUCED_PRECISION[backend]
+    device = next(model.parameters()).device
+    if device.type == "cpu":
+        warn_if_emulated_on_cpu(dtype, f"re-ranker backend {backend!r}", "'torch'")
+    runtime = copy.deepcopy(model).to(dtype).eval()
+    queries = [query for query in AGREEMENT_PROBES for _ in AGREEMENT_PROBES]
+    texts = list(AGREEMENT_PROBES) * len(AGREEMENT_PROBES)
+    with torch.inference_mode():
+        reference = pair_logits(model, tokenizer, queries, texts, max_length, device).float()
+        rounded = pair_logits(runtime, tokenizer, queries, texts, max_length, device).float()
+    error = float((rounded - reference).abs().mean() / (reference.abs().mean() + 1))
+    if not error <= MAX_HALF_LOGIT_ERROR:  # NaN (float16 overflow) fails too
+        raise SapbertError(
+            f"re-ranker backend {backend!r}: this model's logits move by {error:.3f} of their size from float32's on "
+            f"probe pairs (> {MAX_HALF_LOGIT_ERROR}), which would change links; use 'torch'"
+        )
+    return runtime
 
 
 def write_meta(

@@ -411,3 +411,40 @@ def test_add_reranker_tunes_the_weight_on_dev_scoring_each_pair_once(linker_pipe
     result = CliRunner().invoke(app, args[:5] + ["--output", str(tmp_path / "bad"), "--tune-weight-on", str(dev), "--weight", "-1"])
     assert result.exit_code == 1 and "--weight must be a positive number, got -1" in result.output
     assert not (tmp_path / "bad").exists()
+
+
+# reduced precision: the re-ranker in bfloat16 ---------------------------------------------------------------------
+
+
+@pytest.mark.filterwarnings("ignore:.*no native.*:RuntimeWarning")  # a CPU without bfloat16 units runs it emulated
+def test_a_bfloat16_reranker_scores_near_float32_keeps_float32_weights_and_is_a_config_key(linker_pipeline, tmp_path, tiny_bert, monkeypatch):
+    from typer.testing import CliRunner
+
+    import spacy_sapbert.reranker as reranker_module
+    from spacy_sapbert.cli import app
+
+    linker = spacy.load(linker_pipeline).get_pipe("sapbert_linker")
+    first, second = trained_heads(tiny_bert, tmp_path, linker)
+    assert CliRunner().invoke(app, ["combine-rerankers", str(first), str(second), "--output", str(tmp_path / "ens")]).exit_code == 0
+    pairs = [("hepatoma", "liver cancer ; hepatoma"), ("nephropathy", "heart failure"), ("renal disease", "kidney disease")]
+    exact = Reranker(tmp_path / "ens", device="cpu")
+    rounded = Reranker(tmp_path / "ens", device="cpu", backend="torch-bf16")
+    assert all(next(model.parameters()).dtype == torch.bfloat16 for _, model in rounded.runtime)
+    assert all(next(model.parameters()).dtype == torch.float32 for _, model in rounded.members)
+    assert not numpy.array_equal(rounded.score(pairs), exact.score(pairs))  # rounded, and only just
+    assert rounded.score(pairs) == pytest.approx(exact.score(pairs), abs=0.05 * (float(numpy.abs(exact.score(pairs)).mean()) + 1))
+
+    assert CliRunner().invoke(app, ["add-reranker", str(linker_pipeline), str(tmp_path / "ens"), "--output", str(tmp_path / "with")]).exit_code == 0
+    nlp = spacy.load(tmp_path / "with", config={"components": {"sapbert_linker": {"rerank_backend": "torch-bf16"}}})
+    assert nlp.get_pipe("sapbert_linker").reranker.backend == "torch-bf16"
+    assert nlp.get_pipe("sapbert_linker").search_texts(QUERIES)  # links through the rounded copies
+    nlp.to_disk(tmp_path / "saved")  # what is saved: the float32 weights, not the rounded copies
+    resaved = Reranker(tmp_path / "saved" / "sapbert_linker" / "reranker", device="cpu")
+    assert numpy.array_equal(resaved.score(pairs), exact.score(pairs))
+    assert spacy.load(tmp_path / "saved").get_pipe("sapbert_linker").reranker.backend == "torch-bf16"  # the config key travels
+
+    with pytest.raises(SapbertError, match=r"config key `rerank_backend` is 'onnx'; choose one of \['torch', 'torch-bf16', 'torch-fp16'\]"):
+        spacy.blank("en").add_pipe("sapbert_linker", config={"model": tiny_bert, "rerank_backend": "onnx"})
+    monkeypatch.setattr(reranker_module, "MAX_HALF_LOGIT_ERROR", 0.0)  # any rounding now counts as a model that drifts
+    with pytest.raises(SapbertError, match=r"re-ranker backend 'torch-bf16': this model's logits move by .* which would change links; use 'torch'"):
+        Reranker(tmp_path / "ens", device="cpu", backend="torch-bf16")

@@ -100,6 +100,7 @@ def run_benchmark(
     reachable_only: bool = False,
     reranker: Optional[str] = None,
     rerank_weights: Sequence[float] = (1.0,),
+    rerank_backend: str = "torch",
     misses: Optional[list] = None,
 ) -> dict:
     """Evaluate an encoder (and, with `baselines`, exact match, TF-IDF and the untuned encoder) on one corpus.
@@ -113,7 +114,7 @@ def run_benchmark(
     the others are counted in the report, never silently dropped. `reranker`: a re-ranker folder; the
     model is also run with it in the component (its top k re-ordered, its logit times the component's
     `rerank_weight`), one more row (and one more with the memory) for each of `rerank_weights`. The re-ranker is
-    loaded once and each (mention, candidate) pair scored once for all of them. `misses`: a list that receives
+    loaded once (run as `rerank_backend` says) and each (mention, candidate) pair scored once for all of them. `misses`: a list that receives
     every mention a system does not rank first (`run_protocols`).
     """
     from ..encoder import Encoder, default_pooling
@@ -174,7 +175,7 @@ def run_benchmark(
     def baseline_system(retriever_class) -> System:
         return System(retriever_class.name, lambda dictionary: NormalizedBaseline(retriever_class, normalizer, dictionary))
 
-    loaded = Reranker(reranker, device=device) if model and reranker else None
+    loaded = Reranker(reranker, device=device, backend=rerank_backend) if model and reranker else None
     several = len(rerank_weights) > 1
 
     def reranker_rows(name: str) -> List[Tuple[str, Tuple[Reranker, float]]]:
@@ -240,6 +241,7 @@ def run_benchmark(
         "reachable_only": reachable_only,
         "reranker": reranker,
         "rerank_weights": list(rerank_weights) if reranker else None,
+        "rerank_backend": rerank_backend if reranker else None,
         "absent_gold_ids": absent,
         "n_extra_names_biosyn": len(extra),
         "n_new_concepts_biosyn": len({concept_id for concept_id, _ in extra if concept_id not in kb}),
