@@ -434,14 +434,18 @@ def test_a_bfloat16_reranker_scores_near_float32_keeps_float32_weights_and_is_a_
     assert not numpy.array_equal(rounded.score(pairs), exact.score(pairs))  # rounded, and only just
     assert rounded.score(pairs) == pytest.approx(exact.score(pairs), abs=0.05 * (float(numpy.abs(exact.score(pairs)).mean()) + 1))
 
-    assert CliRunner().invoke(app, ["add-reranker", str(linker_pipeline), str(tmp_path / "ens"), "--output", str(tmp_path / "with")]).exit_code == 0
-    nlp = spacy.load(tmp_path / "with", config={"components": {"sapbert_linker": {"rerank_backend": "torch-bf16"}}})
+    args = ["add-reranker", str(linker_pipeline), str(tmp_path / "ens"), "--output", str(tmp_path / "with")]
+    result = CliRunner().invoke(app, args + ["--rerank-backend", "torch-bf16"])
+    assert result.exit_code == 0, result.output
+    nlp = spacy.load(tmp_path / "with")  # the config key add-reranker wrote
     assert nlp.get_pipe("sapbert_linker").reranker.backend == "torch-bf16"
     assert nlp.get_pipe("sapbert_linker").search_texts(QUERIES)  # links through the rounded copies
-    nlp.to_disk(tmp_path / "saved")  # what is saved: the float32 weights, not the rounded copies
-    resaved = Reranker(tmp_path / "saved" / "sapbert_linker" / "reranker", device="cpu")
+    resaved = Reranker(tmp_path / "with" / "sapbert_linker" / "reranker", device="cpu")  # saved: float32, not the copies
     assert numpy.array_equal(resaved.score(pairs), exact.score(pairs))
-    assert spacy.load(tmp_path / "saved").get_pipe("sapbert_linker").reranker.backend == "torch-bf16"  # the config key travels
+    as_float32 = spacy.load(tmp_path / "with", config={"components": {"sapbert_linker": {"rerank_backend": "torch"}}})
+    assert as_float32.get_pipe("sapbert_linker").reranker.runtime is as_float32.get_pipe("sapbert_linker").reranker.members
+    result = CliRunner().invoke(app, args[:-1] + [str(tmp_path / "other"), "--rerank-backend", "torch-int8"])
+    assert result.exit_code == 1 and "--rerank-backend is 'torch-int8'; choose one of" in result.output
 
     with pytest.raises(SapbertError, match=r"config key `rerank_backend` is 'onnx'; choose one of \['torch', 'torch-bf16', 'torch-fp16'\]"):
         spacy.blank("en").add_pipe("sapbert_linker", config={"model": tiny_bert, "rerank_backend": "onnx"})
