@@ -78,6 +78,10 @@ RAY_ADDRESS_HELP = (
     "local (start a cluster on this machine), auto (the cluster this machine belongs to), HOST:PORT (a head node) "
     "or ray://HOST:PORT (Ray Client). Model and pipeline folders must be at the same path on every node."
 )
+RERANK_BACKEND_HELP = (
+    "How the re-ranker runs: torch (float32), torch-bf16 (bfloat16: CPUs with AMX or AVX512-BF16, GPUs) or torch-fp16 "
+    "(float16, GPUs); the reduced-precision copies are checked against float32 when made."
+)
 
 app = typer.Typer(
     cls=OneLineErrors,
@@ -506,7 +510,7 @@ def evaluate_command(
     reachable_only: bool = typer.Option(False, help="Score only mentions whose gold id is in the vocabulary (an open subset); the others are counted in the report."),
     reranker: Optional[str] = typer.Option(None, help="A re-ranker folder (train-reranker): the model (and, with --memory, the model + memory) is also scored with it re-ordering its top 10 in the component."),
     rerank_weight: List[float] = typer.Option([1.0], help="The --reranker's logit is multiplied by this before it joins the linker's score, as the component's rerank_weight. Give it several times to score each weight in one run (rows named by weight): each pair's logit is computed once."),
-    rerank_backend: str = typer.Option("torch", help="How the re-ranker runs: torch (float32), torch-bf16 (bfloat16: CPUs with AMX or AVX512-BF16, GPUs) or torch-fp16 (float16, GPUs); the reduced-precision copies are checked against float32 when made."),
+    rerank_backend: str = typer.Option("torch", help=RERANK_BACKEND_HELP),
     model: Optional[str] = typer.Option(None, help="Encoder to evaluate (hub name or folder). Default: the offline all-MiniLM-L6-v2."),
     pooling: Optional[str] = typer.Option(None, help="cls or mean. Default: what the model folder declares (sentence-transformers' 1_Pooling), else cls."),
     max_length: int = typer.Option(25, help="Word pieces per name or mention."),
@@ -664,7 +668,7 @@ def add_reranker_command(
     output: Path = typer.Option(..., help="Folder to write the pipeline with its re-ranker to (PIPELINE itself with --overwrite)."),
     rerank_k: Optional[int] = typer.Option(None, help="Candidates re-scored per mention (at most the linker's k; default: all k)."),
     rerank_weight: float = typer.Option(1.0, help="The re-ranker's logit is multiplied by this before it joins the linker's score (1: as trained)."),
-    rerank_backend: str = typer.Option("torch", help="How the re-ranker runs: torch (float32), torch-bf16 (bfloat16: CPUs with AMX or AVX512-BF16, GPUs) or torch-fp16 (float16, GPUs); the reduced-precision copies are checked against float32 when made."),
+    rerank_backend: str = typer.Option("torch", help=RERANK_BACKEND_HELP),
     tune_weight_on: Optional[Path] = typer.Option(None, help="A dev corpus (PubTator; never a test set): link its gold mentions with each --weight and keep the most accurate (the smaller on a tie) instead of --rerank-weight."),
     weight: List[float] = typer.Option([], help="A weight --tune-weight-on tries (repeat the option; default 0.1 0.2 0.3 0.5 0.7 1 1.5)."),
     label: List[str] = typer.Option([], help="With --tune-weight-on: only gold mentions with these labels."),
@@ -678,7 +682,6 @@ def add_reranker_command(
     from .io import atomic_write_text
     from .outputs import check_file_outputs, check_pipeline_output
     from .pipeline import choose_linker_name, linker_names, save_pipeline
-
     from .reranker import check_rerank_backend
 
     check_pipeline_output(output, overwrite)

@@ -239,6 +239,31 @@ def test_biosyn_protocol_adds_names_for_every_system():
     assert results["tfidf"]["biosyn"]["acc@1"] == 1.0
 
 
+def test_a_systems_retriever_is_released_before_the_next_is_built():
+    """Each retriever holds an index (and a memory): with many rows (a re-ranker at several weights) only the
+    running system's may live."""
+    import gc
+    import weakref
+
+    concepts = normalized_concepts(vocabulary(), Preprocessing().normalizer)
+    mentions = [EvalMention("liver tumour", "D2", ["liver tumour"])]
+    made: list = []  # (system name, weak reference to a retriever it made)
+
+    def maker(name: str):
+        def make(dictionary):
+            gc.collect()
+            assert {owner for owner, ref in made if ref() is not None} <= {name}, "an earlier system's retriever is still held"
+            retriever = ExactMatchRetriever(dictionary)
+            made.append((name, weakref.ref(retriever)))
+            return retriever
+
+        return make
+
+    names = [f"exact {i}" for i in range(3)]
+    results = run_protocols([System(name, maker(name)) for name in names], concepts, mentions, [("D2", "liver tumour")], progress=False)
+    assert len(made) == 6 and all(results[name]["biosyn"]["acc@1"] == 1.0 for name in names)
+
+
 def test_misses_name_system_protocol_gold_and_the_candidates_ranked_above_it():
     concepts = normalized_concepts(vocabulary(), Preprocessing().normalizer)
     mentions = [

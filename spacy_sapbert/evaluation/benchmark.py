@@ -114,8 +114,8 @@ def run_benchmark(
     the others are counted in the report, never silently dropped. `reranker`: a re-ranker folder; the
     model is also run with it in the component (its top k re-ordered, its logit times the component's
     `rerank_weight`), one more row (and one more with the memory) for each of `rerank_weights`. The re-ranker is
-    loaded once (run as `rerank_backend` says) and each (mention, candidate) pair scored once for all of them. `misses`: a list that receives
-    every mention a system does not rank first (`run_protocols`).
+    loaded once (run as `rerank_backend` says) and each (mention, candidate) pair scored once for all of them.
+    `misses`: a list that receives every mention a system does not rank first (`run_protocols`).
     """
     from ..encoder import Encoder, default_pooling
     from ..readers import read_vocabularies
