@@ -721,18 +721,14 @@ def add_reranker_command(
 def combine_rerankers_command(
     rerankers: List[Path] = typer.Argument(..., help="Two or more re-ranker model folders written by train-reranker for the same pipeline (e.g. other seeds)."),
     output: Path = typer.Option(..., help="Folder to write the ensemble to; add-reranker and evaluate --reranker take it like one re-ranker."),
-    overwrite: bool = typer.Option(False, help="Replace OUTPUT when it is a re-ranker folder (atomically; anything else is refused)."),
+    overwrite: bool = typer.Option(False, help="Replace OUTPUT when it is an ensemble combine-rerankers wrote (atomically; anything else, a single re-ranker included, is refused)."),
 ) -> None:
     """Combine trained re-rankers into one ensemble whose score for a pair is the mean of their logits: the
     re-ranker's gain over the memory is within its seed spread, and the mean of two seeds is steadier than either."""
-    from .outputs import OutputExistsError
-    from .reranker import META_FILE, combine_rerankers
+    from .outputs import check_ensemble_output
+    from .reranker import combine_rerankers
 
-    if output.exists() and (not output.is_dir() or any(output.iterdir())):
-        if not overwrite:
-            raise OutputExistsError(f"{output} exists; pass --overwrite to replace it")
-        if not (output / META_FILE).is_file():
-            raise OutputExistsError(f"{output} is not a re-ranker folder (no {META_FILE}); refusing to replace it")
+    check_ensemble_output(output, overwrite)
     combine_rerankers(rerankers, output)
     typer.echo(f"an ensemble of {len(rerankers)} re-rankers written to {output}", err=True)
 

@@ -101,6 +101,16 @@ def check_pipeline_output(output: Path, overwrite: bool) -> None:
     _refuse_foreign(output, "a spacy-sapbert pipeline", allowed, "" if overwrite else "pass --overwrite to replace it")
 
 
+def check_ensemble_output(output: Path, overwrite: bool) -> None:
+    """`combine-rerankers`' output folder: absent, empty, or (with `overwrite`) an ensemble it wrote, holding nothing
+    else. A single trained re-ranker (train-reranker's model folder, e.g. one of the members) is never replaced."""
+    from .reranker import ensemble_entries
+
+    output = Path(output)
+    entries = ensemble_entries(output) if output.is_dir() else None
+    _refuse_foreign(output, "a re-ranker ensemble", entries, "" if overwrite else "pass --overwrite to replace it")
+
+
 def check_run_output(output: Path, resume: bool, overwrite: bool) -> None:
     """A trainer's output folder: absent, empty, or an earlier run (continued with --resume or replaced with --overwrite)."""
     output = Path(output)

@@ -295,11 +295,21 @@ def shared_settings(meta: Mapping[str, Any]) -> Dict[str, Any]:
     }
 
 
+def ensemble_entries(folder: Path) -> Optional[set]:
+    """The entries of `folder` as `combine_rerankers` wrote it (reranker.json and the member folders it lists), or
+    None when it is not an ensemble (a single re-ranker, a foreign or unreadable folder)."""
+    try:
+        members = read_meta(Path(folder)).get("members")
+    except IndexFormatError:
+        return None
+    return {META_FILE, *members} if members else None
+
+
 def combine_rerankers(folders: Sequence[Union[str, Path]], output: Path) -> None:
     """Write `output`, an ensemble of the trained re-rankers in `folders` (model folders of train-reranker):
     their logits are averaged. SapbertError, before anything is written, for a folder that is not a trained
     re-ranker, is an ensemble already, or differs from the first in a `shared_settings` value. The caller checks
-    that `output` may be written (it is replaced when it exists)."""
+    that `output` may be written (`outputs.check_ensemble_output`; it is replaced when it exists)."""
     from .outputs import write_new_dir
 
     folders = [Path(folder) for folder in folders]

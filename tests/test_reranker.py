@@ -362,11 +362,18 @@ def test_combine_rerankers_refuses_members_that_differ_and_outputs_it_did_not_wr
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "mine.txt").write_text("mine", encoding="utf8")
-    assert "--overwrite" in combine(first, second, "--output", notes)
-    assert "not a re-ranker folder" in combine(first, second, "--output", notes, "--overwrite")
+    for extra in ([], ["--overwrite"]):
+        assert "is not a re-ranker ensemble; it was left untouched" in combine(first, second, "--output", notes, *extra)
     assert [p.name for p in notes.iterdir()] == ["mine.txt"]
-    result = CliRunner().invoke(app, ["combine-rerankers", str(first), str(second), "--output", str(tmp_path / "ens")])
-    assert result.exit_code == 0, result.output
+    before = sorted(p.name for p in first.iterdir())  # a trained re-ranker, one of the members: never replaced
+    assert "is not a re-ranker ensemble" in combine(first, second, "--output", first, "--overwrite")
+    assert sorted(p.name for p in first.iterdir()) == before
+    args = ["combine-rerankers", str(first), str(second), "--output", str(tmp_path / "ens")]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    assert "already holds a re-ranker ensemble; pass --overwrite" in combine(*args[1:])
+    assert CliRunner().invoke(app, args + ["--overwrite"]).exit_code == 0  # an ensemble it wrote: replaced
+    (tmp_path / "ens" / "mine.txt").write_text("mine", encoding="utf8")
+    assert "holds files that a re-ranker ensemble does not have (mine.txt)" in combine(*args[1:], "--overwrite")
     assert "already an ensemble" in combine(tmp_path / "ens", first, "--output", tmp_path / "ens2")
 
 
