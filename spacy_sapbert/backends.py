@@ -40,7 +40,7 @@ from .io import atomic_write, atomic_write_text
 
 __all__ = [
     "BACKENDS", "EXPORT_META", "ONNX_FILES", "REDUCED_PRECISION", "OnnxModel", "export_onnx", "onnx_model_for",
-    "reduced_precision_model", "save_onnx", "saved_onnx",
+    "half_precision_copy", "reduced_precision_model", "save_onnx", "saved_onnx",
 ]
 
 BACKENDS = ("torch", "torch-bf16", "torch-fp16", "onnx", "onnx-int8")
@@ -157,13 +157,20 @@ def _check_int8_agreement(fp32: Path, int8: Path, tokenizer) -> None:
     )
 
 
+def half_precision_copy(model, backend: str, what: str):
+    """An eval-mode copy of the float32 torch `model` in the dtype of `backend` (torch-bf16, torch-fp16), with a
+    warning naming `what` when this CPU runs that dtype emulated; the float32 model is left as it was. Its caller
+    checks the copy against float32 (encoders: probe vectors; re-rankers: probe pair logits)."""
+    dtype = REDUCED_PRECISION[backend]
+    if next(model.parameters()).device.type == "cpu":
+        warn_if_emulated_on_cpu(dtype, what, "'torch'")
+    return copy.deepcopy(model).to(dtype).eval()
+
+
 def reduced_precision_model(model, tokenizer, backend: str):
     """A copy of the float32 torch `model` in the dtype of `backend` (torch-bf16, torch-fp16), checked
     against float32 on AGREEMENT_PROBES; the float32 model is left as it was."""
-    dtype = REDUCED_PRECISION[backend]
-    if next(model.parameters()).device.type == "cpu":
-        warn_if_emulated_on_cpu(dtype, f"backend {backend!r}", "'torch'")
-    runtime = copy.deepcopy(model).to(dtype).eval()
+    runtime = half_precision_copy(model, backend, f"backend {backend!r}")
     check_agreement(
         probe_vectors(model, tokenizer), probe_vectors(runtime, tokenizer), backend, MIN_HALF_COSINE, "backend 'torch'"
     )

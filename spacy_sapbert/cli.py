@@ -582,7 +582,7 @@ def evaluate_command(
         backend=backend,
         reachable_only=reachable_only,
         reranker=reranker,
-        rerank_weights=list(dict.fromkeys(rerank_weight)),
+        rerank_weights=rerank_weight,
         rerank_backend=rerank_backend,
         misses=misses,
     )

@@ -44,7 +44,6 @@ saved). Reduced precision rounds the logits, so a few close candidates may swap 
 from __future__ import annotations
 
 import contextlib
-import copy
 import json
 import shutil
 from pathlib import Path
@@ -235,13 +234,10 @@ def check_rerank_backend(backend: str, name: str) -> None:
 def reduced_precision_copy(model, tokenizer, backend: str, max_length: int):
     """A copy of the float32 cross-encoder `model` in the dtype of `backend`, refused (SapbertError) when its logits
     on probe pairs move by more than MAX_HALF_LOGIT_ERROR; the float32 model is left as it was."""
-    from .backends import AGREEMENT_PROBES, REDUCED_PRECISION, warn_if_emulated_on_cpu
+    from .backends import AGREEMENT_PROBES, half_precision_copy
 
-    dtype = REDUCED_PRECISION[backend]
     device = next(model.parameters()).device
-    if device.type == "cpu":
-        warn_if_emulated_on_cpu(dtype, f"re-ranker backend {backend!r}", "'torch'")
-    runtime = copy.deepcopy(model).to(dtype).eval()
+    runtime = half_precision_copy(model, backend, f"re-ranker backend {backend!r}")
     queries = [query for query in AGREEMENT_PROBES for _ in AGREEMENT_PROBES]
     texts = list(AGREEMENT_PROBES) * len(AGREEMENT_PROBES)
     with torch.inference_mode():

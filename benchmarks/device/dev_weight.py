@@ -7,16 +7,7 @@ import json
 import sys
 
 report = json.load(open(sys.argv[1], encoding="utf8"))
-weights, results = sorted(report["rerank_weights"]), report["results"]
-
-
-def memory_reranker_row(weight: float) -> dict:
-    ending = "+ memory + re-ranker" + (f" (weight {weight:g})" if len(weights) > 1 else "")
-    [name] = [name for name in results if name.endswith(ending)]
-    return results[name]
-
-
-accuracy = {weight: memory_reranker_row(weight)["strict"]["acc@1"] for weight in weights}
-for weight, value in accuracy.items():
+accuracy = {row["weight"]: report["results"][row["memory_row"]]["strict"]["acc@1"] for row in report["rerank_rows"]}
+for weight, value in sorted(accuracy.items()):
     print(f"rerank_weight {weight:g}: strict acc@1 {100 * value:.1f}", file=sys.stderr)
 print(f"{min(weight for weight, value in accuracy.items() if value == max(accuracy.values())):g}")

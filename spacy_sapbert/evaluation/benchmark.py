@@ -176,11 +176,15 @@ def run_benchmark(
         return System(retriever_class.name, lambda dictionary: NormalizedBaseline(retriever_class, normalizer, dictionary))
 
     loaded = Reranker(reranker, device=device, backend=rerank_backend) if model and reranker else None
-    several = len(rerank_weights) > 1
+    rerank_weights = list(dict.fromkeys(rerank_weights))  # a weight given twice is one row
+
+    def weighted_name(name: str, weight: float) -> str:
+        """A re-ranker row's name: named by its weight when there are several."""
+        return name + (f" (weight {weight:g})" if len(rerank_weights) > 1 else "")
 
     def reranker_rows(name: str) -> List[Tuple[str, Tuple[Reranker, float]]]:
-        """(row name, (re-ranker, weight)) for each weight; named by weight when there are several."""
-        return [(name + (f" (weight {weight:g})" if several else ""), (loaded, weight)) for weight in rerank_weights]
+        """(row name, (re-ranker, weight)) for each weight."""
+        return [(weighted_name(name, weight), (loaded, weight)) for weight in rerank_weights]
 
     with index_cache(cache_dir) as cache:
         systems: List[System] = []
@@ -241,6 +245,11 @@ def run_benchmark(
         "reachable_only": reachable_only,
         "reranker": reranker,
         "rerank_weights": list(rerank_weights) if reranker else None,
+        "rerank_rows": [  # per weight, the rows it fills, so a reader never parses row names
+            {"weight": weight, "row": weighted_name(f"{label} + re-ranker", weight),
+             "memory_row": weighted_name(f"{label} + memory + re-ranker", weight) if memory_mentions else None}
+            for weight in rerank_weights
+        ] if loaded else None,
         "rerank_backend": rerank_backend if reranker else None,
         "absent_gold_ids": absent,
         "n_extra_names_biosyn": len(extra),
