@@ -145,3 +145,16 @@ def test_nlp_pipe_with_two_processes_gives_the_same_links(tiny_bert, tmp_path, m
     except subprocess.TimeoutExpired:
         pytest.fail(f"nlp.pipe(n_process=2) with {method} did not finish in 240 s (a child hung)")
     assert result.returncode == 0 and "ok 15" in result.stdout, result.stderr[-2000:]
+
+
+def test_a_row_evicted_while_its_batch_encodes_the_rest_is_still_served():
+    """Threads sharing a pipeline: another call may evict a cached row between the look-up and the answer (here,
+    from inside `encode`); the answer keeps the row it found."""
+    cache, encode = VectorCache(2), CountingEncoder()
+    cache.vectors(["ab"], OWNER, encode)
+
+    def encode_while_another_call_evicts(texts):
+        cache.vectors(["x", "y"], OWNER, encode)
+        return encode(texts)
+
+    assert cache.vectors(["ab", "c"], OWNER, encode_while_another_call_evicts).tolist() == [[2, 97], [1, 99]]
