@@ -322,6 +322,11 @@ class ConceptIndex:
         if not concepts:
             raise IndexFormatError("the vocabulary gave no concepts; check the vocabulary file and its format")
         names, links = name_table(concepts, normalizer)
+        if not names:
+            raise IndexFormatError(
+                f"the vocabulary's {len(concepts)} concept(s) gave no names to index: every name is empty once "
+                f"normalized (remove_punctuation={normalizer.remove_punctuation}); check the vocabulary file and its format"
+            )
         index_type = choose_index_type(index_type, len(names))
         rerank_file = None
         if chunk_dir is None:

@@ -37,6 +37,11 @@ def concepts():
     ]
 
 
+def test_a_vocabulary_whose_names_all_normalize_to_nothing_is_refused_when_built():
+    with pytest.raises(IndexFormatError, match=r"2 concept\(s\) gave no names to index.*remove_punctuation=True"):
+        ConceptIndex.build([Concept("X1", "+/-"), Concept("X2", "(-)")], hash_encode, normalizer=Normalizer(remove_punctuation=True))
+
+
 def test_the_default_normalizer_collapses_space_and_case_and_keeps_punctuation():
     assert Normalizer()("  Heart \t Failure-2 ") == "heart failure-2"
     assert Normalizer(lowercase=False)("Heart  Failure") == "Heart Failure"
