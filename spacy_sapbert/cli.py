@@ -489,7 +489,7 @@ def demo_command(
     for row in doc_to_json(nlp(text), [proc for _, proc in require_linkers(nlp)])["ents"]:
         _echo_link(row["text"], row["kb_id"], row["name"], row["score"])
     typer.echo("\nFree-form mentions linked by the encoder:")
-    for text_, hits in zip(mention, linker.search_texts([m.lower() for m in mention])):
+    for text_, hits in zip(mention, linker.search_texts(mention)):
         best = hits[0] if hits else (None, None)
         concept = linker.concept(best[0]) if best[0] else None
         _echo_link(text_, best[0], concept.name if concept else None, best[1])

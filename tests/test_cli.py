@@ -155,8 +155,10 @@ def test_link_names_each_id_from_the_linker_of_its_label(two_linker_pipeline):
     assert [(e["text"], e["kb_id"], e["name"]) for e in row["ents"]] == [("Hepatoma", "D2", "Liver cancer"), ("Advil", "C2", "Ibuprofen")]
 
 
-def test_demo_and_add_memory_need_component_when_a_pipeline_has_two_linkers(two_linker_pipeline, tmp_path):
+def test_demo_and_add_memory_need_component_when_a_pipeline_has_two_linkers(two_linker_pipeline, tmp_path, monkeypatch):
     import spacy
+
+    from spacy_sapbert.linker import SapbertLinker
 
     result = runner.invoke(app, ["demo", "--pipeline", str(two_linker_pipeline), "--mention", "advil"])
     assert result.exit_code == 1
@@ -164,6 +166,11 @@ def test_demo_and_add_memory_need_component_when_a_pipeline_has_two_linkers(two_
     result = runner.invoke(app, ["demo", "--pipeline", str(two_linker_pipeline), "--mention", "advil", "--component", "chemical_linker"])
     assert result.exit_code == 0, result.output
     assert "'advil'" in result.output and "C2" in result.output.split("Free-form")[1]
+    searched = []
+    monkeypatch.setattr(SapbertLinker, "search_texts", lambda self, texts, *a, **k: searched.extend(texts) or [[] for _ in texts])
+    runner.invoke(app, ["demo", "--pipeline", str(two_linker_pipeline), "--mention", "Advil", "--component", "chemical_linker"])
+    assert searched == ["Advil"]  # as written: the linker's own `lowercase` setting decides
+    monkeypatch.undo()
 
     corpus = tmp_path / "train.txt"
     corpus.write_text("7|t|Liver mass seen.\n7|a|\n7\t0\t10\tLiver mass\tDisease\tD2\n\n", encoding="utf8")
