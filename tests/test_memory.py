@@ -263,3 +263,17 @@ def test_bad_memory_settings_name_the_config_key(tiny_bert, key, value):
     nlp = spacy.blank("en")
     with pytest.raises(SapbertError, match=f"`{key}`"):
         nlp.add_pipe("sapbert_linker", config={"model": tiny_bert, key: value})
+
+
+def test_a_rebuilt_index_keeps_the_memory_of_its_concepts_only(linker_nlp, toy_concepts):
+    """build_index over another vocabulary: entries of concepts it still has stay (under the new primary id), the
+    others are left out with a warning, so the memory never votes for an id the index does not know."""
+    linker = linker_nlp.get_pipe("sapbert_linker")
+    linker.add_mentions([("cardiac arrest", "D001"), ("liver tumour", "D002"), ("acute kidney injury", "D004")])
+    kept = [c for c in toy_concepts if c.id in ("D001", "OMIM:100")]
+    kept[1] = type(kept[1])("D004", kept[1].name, kept[1].synonyms, alt_ids=["OMIM:100"])  # another id made primary
+    with pytest.warns(CorpusWarning, match="1 annotated mention.* not in the rebuilt index"):
+        linker.build_index(kept)
+    assert sorted(zip(linker.memory.texts, linker.memory.ids)) == [("acute kidney injury", "D004"), ("cardiac arrest", "D001")]
+    ent = linked(linker_nlp, "She had a liver tumour.", "liver tumour")
+    assert ent.kb_id_ in ("D001", "D004") and {cid for cid, _ in ent._.kb_ents} <= {"D001", "D004"}

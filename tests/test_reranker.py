@@ -459,3 +459,37 @@ def test_a_bfloat16_reranker_scores_near_float32_keeps_float32_weights_and_is_a_
     monkeypatch.setattr(reranker_module, "MAX_HALF_LOGIT_ERROR", 0.0)  # any rounding now counts as a model that drifts
     with pytest.raises(SapbertError, match=r"re-ranker backend 'torch-bf16': this model's logits move by .* which would change links; use 'torch'"):
         Reranker(tmp_path / "ens", device="cpu", backend="torch-bf16")
+
+
+def test_a_reranker_never_outlives_the_encoder_it_was_trained_for(linker_pipeline, tmp_path, tiny_bert, tiny_bert_48, index_builds):
+    """Loading a pipeline saved without a re-ranker leaves none in use; a re-ranker kept while the encoder is replaced
+    is refused; a `reranker` folder that is gone is said, naming the key, before any name is encoded."""
+    nlp = spacy.load(linker_pipeline)
+    linker = nlp.get_pipe("sapbert_linker")
+    plain = spacy.load(linker_pipeline).get_pipe("sapbert_linker")
+    (folder,) = trained_heads(tiny_bert, tmp_path, linker, seeds=(1,))
+    linker.set_reranker(folder)
+    assert linker.search_texts(QUERIES) != plain.search_texts(QUERIES)
+    nlp.from_disk(linker_pipeline)
+    assert linker.reranker is None and linker.search_texts(QUERIES) == plain.search_texts(QUERIES)
+    linker.set_reranker(folder)
+    linker.from_bytes(plain.to_bytes())
+    assert linker.reranker is None and linker.search_texts(QUERIES) == plain.search_texts(QUERIES)
+
+    other = spacy.blank("en")
+    other.add_pipe("sapbert_linker", config={"model": tiny_bert_48, "device": "cpu", "k": 4}).initialize(vocabulary=CONCEPTS)
+    other.to_disk(tmp_path / "other")
+    linker.set_reranker(folder)
+    with pytest.raises(SapbertError, match="trained on the candidates of encoder"):
+        linker.from_disk(tmp_path / "other" / "sapbert_linker", exclude=["reranker"])
+    nlp = spacy.load(linker_pipeline)
+    nlp.get_pipe("sapbert_linker").set_reranker(folder)
+    nlp.to_disk(tmp_path / "with")
+    swapped = spacy.load(tmp_path / "with", config={"components": {"sapbert_linker": {"model": tiny_bert_48}}})
+    builds = len(index_builds)
+    with pytest.raises(SapbertError, match="trained on the candidates of encoder"):
+        swapped.get_pipe("sapbert_linker").initialize(vocabulary=CONCEPTS)
+    gone = spacy.blank("en").add_pipe("sapbert_linker", config={"model": tiny_bert, "device": "cpu", "reranker": str(tmp_path / "gone")})
+    with pytest.raises(SapbertError, match=r"config key `reranker`: .*re-ranker .*no such folder"):
+        gone.initialize(vocabulary=CONCEPTS)
+    assert len(index_builds) == builds

@@ -35,7 +35,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Seque
 import torch
 
 from ..adapters import add_adapters, adapter_settings, trainable_parameters
-from ..encoder import encoder_fingerprint, load_pretrained, resolve_device
+from ..encoder import check_max_length, encoder_fingerprint, load_pretrained, resolve_device
 from ..errors import SapbertError
 from ..io import atomic_write_text
 from .checkpoints import (
@@ -245,6 +245,7 @@ class TrainingRun:
 
     def _load_model(self) -> None:
         self.tokenizer, self.model = load_pretrained(str(self.checkpoint or self.config.model))
+        check_max_length(self.model, self.config.max_length, f"the model {self.config.model}")
         if getattr(self.config, "context_window", 0):  # before the optimizer: the embeddings grow by two rows
             from ..context import add_markers
 

@@ -154,7 +154,7 @@ class RerankerRun(TrainingRun):
     def _load_model(self) -> None:
         from transformers import AutoModelForSequenceClassification
 
-        from ..encoder import load_pretrained
+        from ..encoder import check_max_length, load_pretrained
         from ..reranker import read_meta
 
         if self.checkpoint is not None:  # a checkpoint read its mentions one way: resuming may not change it
@@ -166,6 +166,7 @@ class RerankerRun(TrainingRun):
         self.tokenizer, self.model = load_pretrained(
             str(self.checkpoint or self.config.model), model_class=AutoModelForSequenceClassification, num_labels=1
         )
+        check_max_length(self.model, self.config.pair_length, f"the model {self.config.model}")
         self.model.to(self.device)
         self.model.train()
         self.net = self.model
