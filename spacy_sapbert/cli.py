@@ -7,7 +7,7 @@ import re
 import sys
 from pathlib import Path
 from collections import Counter
-from typing import Callable, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import srsly
 import typer
@@ -127,7 +127,7 @@ def build_index_command(
     index_type: str = typer.Option("flat", help="flat (exact), hnsw, fp16, sq8, ivfpq or ivfopq (compressed, re-scored exactly; ivfopq with an OPQ rotation) or auto (flat below 1M names, else ivfpq)."),
     context_window: int = typer.Option(0, help="Link each mention encoded inside its doc, in a window of this many word pieces (a model from train-dhns --context-window); 0: the mention alone."),
     chunk_dir: Optional[Path] = typer.Option(None, help="Where finished chunks of encoded names are kept until the pipeline is saved, so a killed build resumes when run again. Default: OUTPUT.chunks beside the output."),
-    chunk_size: int = typer.Option(DEFAULT_CHUNK_SIZE, help="Names encoded and saved per chunk."),
+    chunk_size: int = typer.Option(DEFAULT_CHUNK_SIZE, min=1, help="Names encoded and saved per chunk."),
     ray: Optional[str] = typer.Option(None, help="Encode the chunks on a Ray cluster: " + RAY_ADDRESS_HELP),
     ray_workers: int = typer.Option(2, help="Ray encoder actors (one per GPU, or per group of --ray-cpus cores)."),
     ray_cpus: float = typer.Option(1.0, help="CPUs reserved per Ray encoder actor."),
@@ -147,6 +147,9 @@ def build_index_command(
     from .readers import read_vocabulary
 
     check_pipeline_output(output, overwrite)
+    chunk_dir = chunk_dir or output.with_name(output.name + CHUNKS_SUFFIX)
+    if chunk_dir.resolve() == output.resolve() or output.resolve() in chunk_dir.resolve().parents:
+        raise SapbertError(f"--chunk-dir {chunk_dir} is (inside) the output {output}: the saved pipeline would replace it; choose another folder")
     ray_settings = _ray_settings(ray, ray_workers, ray_cpus, ray_gpus)
     model, pooling = _model_and_pooling(model, pooling, offline_default_model())
     options = {key: str(path) for key, path in (("mrsty", mrsty), ("mrdef", mrdef)) if path}
@@ -164,7 +167,6 @@ def build_index_command(
         "index_type": index_type,
         "context_window": context_window,
     }
-    chunk_dir = chunk_dir or output.with_name(output.name + CHUNKS_SUFFIX)
     nlp = build_pipeline(
         concepts, model, lang=lang, label=label or None, linker_config=linker_config, spell_check=spell_check,
         progress=True, chunk_dir=chunk_dir, chunk_size=chunk_size, ray=ray_settings,
@@ -201,6 +203,8 @@ def assemble_command(
     if ner:
         add_trained_ner(nlp, ner, before=first_linker)
     if matcher_vocab:
+        if "dictionary_matcher" in nlp.pipe_names:
+            raise SapbertError(f"{linker_pipeline} has a dictionary_matcher already (build-index adds one unless --label ''); assemble from a linker built with --label ''")
         concepts = read_vocabularies(vocabulary_specs(matcher_vocab, vocab_format, mesh_trees))
         add_dictionary_matcher(nlp, concepts, label=label, before=first_linker)
     if abbreviations:
@@ -231,7 +235,7 @@ def convert_command(
     from .outputs import check_file_outputs
     from .spacy_kb import with_kb_gold_ids
 
-    check_file_outputs(output)
+    check_file_outputs(output, report, inputs=corpora)
 
     mapping = parse_label_map(label_map)
     nlp = spacy.blank(lang)
@@ -319,7 +323,7 @@ def plot_embeddings_command(
     from .outputs import check_file_outputs
     from .readers import read_vocabularies, vocabulary_specs
 
-    check_file_outputs(output)
+    check_file_outputs(output, inputs=vocab)
 
     sample = sample_concepts(read_vocabularies(vocabulary_specs(vocab, "auto", mesh_trees)), concepts, seed=seed)
     if len(sample) < 2:
@@ -352,10 +356,17 @@ def _input_texts(text: Optional[str], file: Optional[Path]) -> Iterator[str]:
     if text is not None:
         yield text
         return
-    lines = file.open(encoding="utf8") if file else sys.stdin
+    if file is not None:  # a line that is not UTF-8 is an error naming the file and line
+        from .readers import LinePolicy, check_file, numbered_lines
+
+        lines: Iterable[str] = (line for _, line in numbered_lines(check_file(file), LinePolicy(file)))
+    else:
+        if hasattr(sys.stdin, "reconfigure"):  # undecodable bytes typed or piped in become U+FFFD, not a crash
+            sys.stdin.reconfigure(errors="replace")
+        lines = (line.rstrip("\n") for line in sys.stdin)
     for line in lines:
         if line.strip():
-            yield line.rstrip("\n")
+            yield line
 
 
 def _input_documents(text: Optional[str], file: Optional[Path], format: str) -> Iterator[Tuple[Optional[str], str]]:
@@ -398,7 +409,7 @@ def link_command(
     pipeline: Optional[Path] = typer.Option(None, help="Saved pipeline folder or installed package name. Default: the offline HPO + MiniLM pipeline (built on first use)."),
     file: Optional[Path] = typer.Option(None, help="A UTF-8 file of documents (see --format)."),
     format: str = typer.Option("text", help="What --file holds: text (one document per line), jsonl ({\"id\": ..., \"text\": ...} per line) or pubtator (title + abstract; the id is the PMID)."),
-    batch_size: int = typer.Option(64, help="Documents per nlp.pipe batch."),
+    batch_size: int = typer.Option(64, min=1, help="Documents per nlp.pipe batch."),
     ray: Optional[str] = typer.Option(None, help="Link on a Ray cluster: " + RAY_ADDRESS_HELP),
     ray_workers: int = typer.Option(2, help="Ray worker actors, each with the whole pipeline."),
     ray_cpus: float = typer.Option(1.0, help="CPUs reserved per Ray worker."),
@@ -451,7 +462,7 @@ def visualize_command(
     from .pipeline import doc_to_json, require_linkers
     from .visualize import displacy_doc, render_page
 
-    check_file_outputs(output)
+    check_file_outputs(output, inputs=[file])
 
     nlp = _load(pipeline)
     linkers = [linker for _, linker in require_linkers(nlp)]
@@ -545,7 +556,7 @@ def evaluate_command(
     from .readers import read_spell_check, vocabulary_specs
     from .reranker import check_rerank_backend
 
-    check_file_outputs(output, errors, plot)
+    check_file_outputs(output, errors, plot, inputs=[corpus, *vocab, *train, *memory, spell_check, memory_settings])
     for weight in rerank_weight:
         check_rerank_weight(weight, "--rerank-weight")
     check_rerank_backend(rerank_backend, "--rerank-backend")
@@ -601,14 +612,14 @@ def evaluate_command(
         typer.echo(f"\nend to end ({end_to_end}):\n{end_to_end_table(report['end_to_end'])}")
 
 
-def _read_memory_settings(path: Path, protocols: Sequence[str] = ("strict",)):
+def _read_memory_settings(path: Path, protocols: Sequence[str] = ("strict",), option: str = "--memory-settings"):
     """{protocol: MemorySettings}: those of a JSON file, or those an evaluate report chose under each protocol."""
     from .memory import MemorySettings
 
     try:
         data = srsly.read_json(path)
     except (OSError, ValueError) as err:
-        raise SapbertError(f"--memory-settings {path}: not a readable JSON file ({err})") from err
+        raise SapbertError(f"{option} {path}: not a readable JSON file ({err})") from err
     try:
         return {p: MemorySettings.from_dict(data, source=str(path), protocol=p) for p in protocols}
     except (SapbertError, TypeError) as err:
@@ -635,22 +646,19 @@ def add_memory_command(
 
     from .outputs import check_pipeline_output
     from .pipeline import abbreviation_detectors, choose_linker_name, linker_names, save_pipeline, the_linker
-    from .readers.corpora import documents_to_docs, read_pubtator
+    from .readers.corpora import documents_to_docs
 
     check_pipeline_output(output, overwrite)
     overrides = {}
     if settings:  # the config override needs the linker's name before the pipeline is loaded
         component = choose_linker_name(linker_names(spacy.util.load_config(pipeline / "config.cfg")), component)
-        overrides = {"components": {component: _read_memory_settings(settings)["strict"].to_dict()}}
+        overrides = {"components": {component: _read_memory_settings(settings, option="--settings")["strict"].to_dict()}}
     nlp = spacy.load(pipeline, config=overrides)
     linker = the_linker(nlp, component)
     added = 0
     for corpus in corpora:
-        documents = list(read_pubtator(corpus))
+        documents = read_annotated_corpus(corpus, label)
         if label:
-            present = {m.label for d in documents for m in d.mentions}
-            if not present.intersection(label):
-                raise SapbertError(f"no mention of {corpus} has a --label in {label}; its labels: {sorted(present)}")
             for document in documents:
                 document.mentions = [m for m in document.mentions if m.label in label]
         docs = documents_to_docs(nlp, documents)
@@ -681,12 +689,16 @@ def add_reranker_command(
 
     from .io import atomic_write_text
     from .outputs import check_file_outputs, check_pipeline_output
+    from .linker import check_rerank_weight
     from .pipeline import choose_linker_name, linker_names, save_pipeline
     from .reranker import check_rerank_backend
 
     check_pipeline_output(output, overwrite)
-    check_file_outputs(report)
+    check_file_outputs(report, inputs=[tune_weight_on])
     check_rerank_backend(rerank_backend, "--rerank-backend")
+    check_rerank_weight(rerank_weight, "--rerank-weight")
+    for value in weight:
+        check_rerank_weight(value, "--weight")
     if (report or label) and not tune_weight_on:
         raise SapbertError("--report and --label describe --tune-weight-on; give it a dev corpus")
     component = choose_linker_name(linker_names(spacy.util.load_config(pipeline / "config.cfg")), component)
@@ -699,12 +711,8 @@ def add_reranker_command(
     nlp = with_reranker(rerank_weight)
     if tune_weight_on:
         from .evaluation import DEFAULT_RERANK_WEIGHTS, tune_rerank_weight
-        from .linker import check_rerank_weight
-        from .readers.corpora import read_pubtator
 
-        for value in weight:
-            check_rerank_weight(value, "--weight")
-        documents = list(read_pubtator(tune_weight_on))
+        documents = read_annotated_corpus(tune_weight_on, label)
         chosen, rows = tune_rerank_weight(nlp, nlp.get_pipe(component), documents, weight or DEFAULT_RERANK_WEIGHTS, label or None)
         for row in rows:
             typer.echo(f"rerank_weight {row['rerank_weight']}: {100 * row['accuracy']:.1f} ({row['right']} of {row['linked']} gold mentions)", err=True)
@@ -750,11 +758,10 @@ def choose_pipeline_command(
     from .io import atomic_write_text
     from .outputs import check_file_outputs, check_pipeline_output
     from .pipeline import save_pipeline
-    from .readers.corpora import read_pubtator
 
     check_pipeline_output(output, overwrite)
     check_file_outputs(report)
-    documents = list(read_pubtator(corpus))
+    documents = read_annotated_corpus(corpus, label)
     scores, best, best_nlp = [], 0, None
     for number, path in enumerate(pipelines):
         nlp = spacy.load(path)
@@ -767,6 +774,19 @@ def choose_pipeline_command(
     if report is not None:
         atomic_write_text(report, json.dumps({"corpus": str(corpus), "candidates": scores, "chosen": str(pipelines[best])}, indent=2) + "\n")
     typer.echo(f"chosen: {pipelines[best]}, written to {output}", err=True)
+
+
+def read_annotated_corpus(corpus: Path, labels: Sequence[str]) -> list:
+    """The documents of a PubTator corpus that a command links or learns from, refused when it has no gold mention
+    (of `labels`): nothing is chosen on 0 of 0, and no empty memory is written."""
+    from .evaluation.queries import no_mentions_error
+    from .readers.corpora import read_pubtator
+
+    documents = list(read_pubtator(corpus))
+    present = {mention.label for document in documents for mention in document.mentions}
+    if not present or (labels and not present.intersection(labels)):
+        raise no_mentions_error(corpus, labels, present=present)
+    return documents
 
 
 def _end_to_end(pipeline: Path, corpus: Path, labels: List[str]) -> dict:

@@ -406,6 +406,8 @@ def load_pretrained(name: str, local_files_only: bool = False, model_class=None,
     except (OSError, ValueError) as err:
         if is_folder:
             hint = "the folder must hold a Hugging Face model (config.json, weights, tokenizer files)"
+            if os.path.isfile(os.path.join(name, "model", "config.json")):
+                hint += f"; {os.path.join(name, 'model')} holds one (this is a training run's folder: pass its model/)"
         elif looks_like_path(name):
             hint = "there is no such folder"
         else:

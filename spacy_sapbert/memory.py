@@ -131,6 +131,10 @@ class MemorySettings:
     memory_mixture: str = "published"
 
     def __post_init__(self) -> None:
+        for key, value in asdict(self).items():  # read from JSON or a config: a quoted number names its key
+            expected = (str,) if key == "memory_mixture" else (int,) if key == "memory_k" else (int, float)
+            if not isinstance(value, expected) or isinstance(value, bool):
+                raise SapbertError(f"memory setting `{key}` must be {expected[-1].__name__}, got {value!r}")
         if self.memory_k < 1:
             raise SapbertError(f"sapbert_linker config key `memory_k` must be at least 1, got {self.memory_k}")
         if not 0.0 <= self.memory_weight <= 1.0:
@@ -161,6 +165,8 @@ class MemorySettings:
         A report of `--tune-memory` holds the settings chosen under each protocol; `protocol` picks
         one (strict: the index holds vocabulary names only, as in a pipeline built by build-index).
         """
+        if not isinstance(data, Mapping):
+            raise SapbertError(f"{source}: memory settings must be a JSON object of {sorted(cls.__dataclass_fields__)}, got {type(data).__name__}")
         if isinstance(data.get("memory"), Mapping):
             memory = data["memory"]
             data = memory.get("settings_by_protocol", {}).get(protocol) or memory.get("settings", {})
@@ -168,7 +174,10 @@ class MemorySettings:
         unknown = sorted(set(data) - known)
         if unknown:
             raise SapbertError(f"{source}: unknown memory setting(s) {unknown}; known: {sorted(known)}")
-        return cls(**data)
+        try:
+            return cls(**data)
+        except SapbertError as err:
+            raise SapbertError(f"{source}: {err}") from err
 
 
 class MentionMemory:

@@ -14,7 +14,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Callable, Iterable, Optional, Set
+from typing import Callable, Iterable, Optional, Sequence, Set
 
 from .errors import SapbertError
 from .io import give_default_mode
@@ -79,13 +79,22 @@ def _refuse_foreign(output: Path, what: str, allowed: Optional[Set[str]], hint: 
         raise OutputExistsError(f"the output folder {output} already holds {what}; {hint}")
 
 
-def check_file_outputs(*paths: Optional[Path]) -> None:
-    """Refuse, before any work, an output file path that is a folder or lies under a file: the write at the
-    end of a long run would fail there and lose the run. None entries (outputs not asked for) are skipped."""
+def check_file_outputs(*paths: Optional[Path], inputs: Sequence[Optional[Path]] = ()) -> None:
+    """Refuse, before any work, an output file path that is a folder or lies under a file (the write at the
+    end of a long run would fail there and lose the run), that is one of the command's `inputs` (it would be
+    replaced by what was read from it), or that another output of the same command also names. None entries
+    (outputs or inputs not given) are skipped."""
+    read = {Path(path).resolve() for path in inputs if path is not None}
+    seen: set = set()
     for path in paths:
         if path is None:
             continue
         path = Path(path)
+        if path.resolve() in read:
+            raise OutputExistsError(f"the output {path} is also an input of this command; write it to another file")
+        if path.resolve() in seen:
+            raise OutputExistsError(f"the output {path} is named twice; give each output its own file")
+        seen.add(path.resolve())
         if path.is_dir():
             raise OutputExistsError(f"the output {path} is a folder, not a file; choose a file path")
         blocking = next((parent for parent in path.parents if parent.exists() and not parent.is_dir()), None)

@@ -174,6 +174,7 @@ class Reranker:
             model.to(self.device)
             model.eval()
         self.tokenizer = self.members[0][0]
+        self.head_trained = all(has_classifier_head(model) for _, model in self.members)
         self.backend = backend
         self.runtime = self.members if backend == "torch" else [
             (tokenizer, reduced_precision_copy(model, tokenizer, backend, self.max_length)) for tokenizer, model in self.members
@@ -337,8 +338,25 @@ def combine_rerankers(folders: Sequence[Union[str, Path]], output: Path) -> None
     write_new_dir(output, fill, replace=True)
 
 
+def has_classifier_head(model) -> bool:
+    """Whether `model` was saved as a sequence classifier (its config's architectures say so): loading a base encoder's
+    folder (BertModel, MPNetModel) as one gives it a new, random head."""
+    return any(name.endswith("ForSequenceClassification") for name in getattr(model.config, "architectures", None) or ())
+
+
+def check_reranker_head(reranker: Reranker, where: str) -> None:
+    """SapbertError when the re-ranker's head is new: the folder is an encoder's, not a re-ranker's."""
+    if not reranker.head_trained:
+        raise SapbertError(
+            f"{where}: {reranker.name} is not a re-ranker: it was saved without a sequence-classification head, so its "
+            "scores would be random; pass the model/ folder that train-reranker wrote, or a trained cross-encoder"
+        )
+
+
 def check_trained_on(reranker: Reranker, encoder_fingerprint: str, normalizer: Mapping[str, Any], where: str) -> None:
-    """SapbertError when the re-ranker was trained on another bi-encoder's candidates or other normalized text."""
+    """SapbertError when the re-ranker's head is new (an encoder's folder, not a re-ranker's), or it was trained on
+    another bi-encoder's candidates or other normalized text."""
+    check_reranker_head(reranker, where)
     trained = reranker.trained_on
     if not trained:
         return

@@ -229,3 +229,73 @@ def test_choose_pipeline_keeps_the_candidate_that_links_dev_best(tmp_path, tiny_
     assert result.exit_code == 0 and json.loads((tmp_path / "tie.json").read_text())["chosen"] == str(tmp_path / "full")
     result = runner.invoke(app, ["choose-pipeline", str(tmp_path / "dev.txt"), str(tmp_path / "full"), "--output", str(tmp_path / "best")])
     assert result.exit_code == 1 and "--overwrite" in result.output  # an existing output is never replaced silently
+
+
+def test_an_output_that_is_an_input_or_named_twice_is_refused_and_the_input_kept(built_pipeline, tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("1|t|Hepatoma.\n1|a|\n1\t0\t8\tHepatoma\tDisease\tD2\n\n", encoding="utf8")
+    synonyms = tmp_path / "synonyms.txt"
+    synonyms.write_text("D1||heart failure|cardiac failure\n", encoding="utf8")
+    for args, kept in ((["convert", str(corpus), "-o", str(corpus)], corpus),
+                       (["pairs", str(synonyms), str(synonyms)], synonyms),
+                       (["evaluate", str(corpus), "--vocab", str(tmp_path / "vocab.txt"), "--output", str(tmp_path / "vocab.txt")], tmp_path / "vocab.txt")):
+        before = kept.read_bytes()
+        result = runner.invoke(app, args)
+        assert result.exit_code == 1 and "is also an input of this command" in error_line(result), args
+        assert kept.read_bytes() == before
+    result = runner.invoke(app, ["extract", str(tmp_path / "vocab.txt"), "-o", str(tmp_path / "x"), "--name-languages", str(tmp_path / "x")])
+    assert result.exit_code == 1 and "named twice" in error_line(result)
+
+
+def test_inputs_that_leave_nothing_are_errors_and_an_earlier_output_stays(built_pipeline, tmp_path):
+    """0 of 0 mentions is no accuracy, and an empty synonyms or pairs file no result: each is refused in one line."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("1|t|Hepatoma.\n1|a|\n1\t0\t8\tHepatoma\tSpecificDisease\tD2\n\n", encoding="utf8")
+    (tmp_path / "empty.obo").write_text("format-version: 1.2\n", encoding="utf8")
+    earlier = tmp_path / "synonyms.txt"
+    earlier.write_text("D1||heart failure\n", encoding="utf8")
+    result = runner.invoke(app, ["extract", str(tmp_path / "empty.obo"), "-o", str(earlier)])
+    assert result.exit_code == 1 and "no concept with a name to write" in error_line(result)
+    assert earlier.read_text() == "D1||heart failure\n"
+    result = runner.invoke(app, ["pairs", str(earlier), str(tmp_path / "pairs.txt")])  # one name: no pair
+    assert result.exit_code == 1 and "no pair to write" in error_line(result) and not (tmp_path / "pairs.txt").exists()
+    vocab = str(tmp_path / "vocab.txt")
+    for args in (["evaluate", str(corpus), "--vocab", vocab, "--label", "Disease"],
+                 ["choose-pipeline", str(corpus), str(built_pipeline), "--output", str(tmp_path / "chosen"), "--label", "Disease"],
+                 ["add-memory", str(built_pipeline), str(corpus), "--output", str(tmp_path / "with"), "--label", "Disease"]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 1 and "no gold mention with the labels ['Disease']" in error_line(result), args
+    assert not (tmp_path / "chosen").exists() and not (tmp_path / "with").exists()
+
+
+def test_link_names_the_line_of_a_file_that_is_not_utf8_and_refuses_batch_size_0(built_pipeline, tmp_path):
+    (tmp_path / "in.txt").write_bytes(b"nephropathy\ncaf\xe9 au lait spots\n")
+    result = runner.invoke(app, ["link", "--pipeline", str(built_pipeline), "--file", str(tmp_path / "in.txt")])
+    assert result.exit_code == 1 and f"{tmp_path / 'in.txt'}, line 2: not valid UTF-8" in error_line(result)
+    result = runner.invoke(app, ["link", "nephropathy", "--pipeline", str(built_pipeline), "--batch-size", "0"])
+    assert result.exit_code == 2 and "--batch-size" in result.output
+
+
+def test_memory_settings_of_the_wrong_shape_or_type_name_the_file_and_key(built_pipeline, tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("1|t|Hepatoma.\n1|a|\n1\t0\t8\tHepatoma\tDisease\tD2\n\n", encoding="utf8")
+    for content, expected in (('{"memory_k": "4"}', "memory setting `memory_k` must be int, got '4'"),
+                              ("[4, 0.1]", "memory settings must be a JSON object"),
+                              ('{"memory_weight": "0.1"}', "memory setting `memory_weight` must be float")):
+        (tmp_path / "settings.json").write_text(content, encoding="utf8")
+        result = runner.invoke(app, ["add-memory", str(built_pipeline), str(corpus), "--output", str(tmp_path / "with"),
+                                     "--settings", str(tmp_path / "settings.json")])
+        assert result.exit_code == 1 and f"{tmp_path / 'settings.json'}: {expected}" in error_line(result), content
+
+
+def test_add_reranker_refuses_a_weight_that_is_not_a_positive_number(built_pipeline, tmp_path):
+    for value in ("nan", "inf", "0"):
+        result = runner.invoke(app, ["add-reranker", str(built_pipeline), str(tmp_path), "--rerank-weight", value, "--output", str(tmp_path / "with")])
+        assert result.exit_code == 1 and "--rerank-weight must be a positive number" in error_line(result), value
+
+
+def test_build_index_refuses_a_chunk_dir_that_the_output_would_replace_before_reading(built_pipeline, tmp_path, tiny_bert):
+    output = tmp_path / "new"
+    result = runner.invoke(app, ["build-index", str(tmp_path / "no-vocabulary.txt"), str(output), "--model", tiny_bert,
+                                 "--chunk-dir", str(output / "chunks")])
+    assert result.exit_code == 1 and "is (inside) the output" in error_line(result) and not output.exists()

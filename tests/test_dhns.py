@@ -155,7 +155,8 @@ def test_resumed_dhns_run_ends_with_the_same_weights(tiny_task, tiny_bert, one_t
 
 def test_a_resume_with_other_settings_warns_or_refuses_naming_them(tiny_task, tiny_bert, one_thread):
     """Other data or optimization settings: a warning naming them, and the run finishes. Another context_window
-    (marker rows in the embeddings): an error naming it, before the checkpoint is touched."""
+    (marker rows in the embeddings), model, pooling or max_length (what the model is): an error naming it, before
+    the checkpoint is touched."""
     from spacy_sapbert.errors import SapbertError
     from spacy_sapbert.training.loop import TrainingWarning
 
@@ -164,6 +165,8 @@ def test_a_resume_with_other_settings_warns_or_refuses_naming_them(tiny_task, ti
     state = (checkpoint / "trainer_state.json").read_text()
     with pytest.raises(SapbertError, match=r"cannot resume with another context_window \(0 -> 16\)"):
         train_dhns(config_for(tiny_task, tiny_bert, tiny_task / "stopped", context_window=16), resume=True)
+    with pytest.raises(SapbertError, match=r"cannot resume with another model \(.* -> 'other/model'\), pooling"):
+        train_dhns(config_for(tiny_task, "other/model", tiny_task / "stopped", pooling="cls"), resume=True)
     assert (checkpoint / "trainer_state.json").read_text() == state
     with pytest.warns(TrainingWarning, match=r"hard_negatives \(2 -> 1\), lr \(0.001 -> 0.002\)"):
         model_dir = train_dhns(config_for(tiny_task, tiny_bert, tiny_task / "stopped", hard_negatives=1, lr=2e-3), resume=True)

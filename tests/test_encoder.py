@@ -61,9 +61,14 @@ def test_max_length_beyond_the_position_embeddings_is_refused_at_load(tiny_bert)
         Encoder(tiny_bert, device="cpu", max_length=129)
 
 
-def test_a_missing_folder_is_said_as_such(tmp_path):
+def test_a_missing_folder_or_a_training_runs_folder_is_said_as_such(tmp_path, tiny_bert):
+    import shutil
+
     with pytest.raises(EncoderLoadError, match="no such folder"):
         Encoder(str(tmp_path / "gone"))
+    shutil.copytree(tiny_bert, tmp_path / "run" / "model")
+    with pytest.raises(EncoderLoadError, match="holds one \\(this is a training run's folder: pass its model/\\)"):
+        Encoder(str(tmp_path / "run"))
 
 
 def test_mean_and_cls_pooling_differ(tiny_bert):

@@ -156,7 +156,8 @@ def test_train_reranker_learns_the_training_mentions_then_joins_the_pipeline(lin
 
     linker = spacy.load(linker_pipeline).get_pipe("sapbert_linker")
     torch.manual_seed(0)
-    linker.set_reranker(tiny_bert)  # the same model with a new, untrained head
+    Reranker(tiny_bert, device="cpu").save(tmp_path / "untrained")  # the same model with a new, untrained head
+    linker.set_reranker(tmp_path / "untrained")
     untrained = gold_first(linker)
     config = RerankerConfig(model=tiny_bert, pipeline=str(linker_pipeline), output=str(tmp_path / "run"), corpora=[str(pubtator(tmp_path))],
                             candidates=4, max_length=32, batch_size=7, lr=2e-3, epochs=100, log_every=5, device="cpu", progress=False,
@@ -489,6 +490,8 @@ def test_a_reranker_never_outlives_the_encoder_it_was_trained_for(linker_pipelin
     builds = len(index_builds)
     with pytest.raises(SapbertError, match="trained on the candidates of encoder"):
         swapped.get_pipe("sapbert_linker").initialize(vocabulary=CONCEPTS)
+    with pytest.raises(SapbertError, match="is not a re-ranker: it was saved without a sequence-classification head"):
+        linker.set_reranker(tiny_bert)  # an encoder's folder: its head would be new and random
     gone = spacy.blank("en").add_pipe("sapbert_linker", config={"model": tiny_bert, "device": "cpu", "reranker": str(tmp_path / "gone")})
     with pytest.raises(SapbertError, match=r"config key `reranker`: .*re-ranker .*no such folder"):
         gone.initialize(vocabulary=CONCEPTS)

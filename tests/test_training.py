@@ -1,6 +1,7 @@
 """Self-alignment pretraining: synonyms, pairs, loss, trainer (determinism, resume, torchrun), commands."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -683,3 +684,13 @@ def test_cpu_bf16_warns_where_the_cpu_emulates_bfloat16(monkeypatch):
     monkeypatch.setattr(backends, "_native_on_cpu", lambda dtype: False)
     with pytest.warns(RuntimeWarning, match="--cpu-bf16: this CPU has no native"):
         MixedPrecision(torch.device("cpu"), amp=True, cpu_bf16=True)
+
+
+def test_a_damaged_checkpoint_file_is_named_on_resume(tmp_path, tiny_bert, toy_pairs, one_thread):
+    config = TrainConfig(model=tiny_bert, output=str(tmp_path / "run"), pairs=str(toy_pairs), batch_size=4, max_steps=2,
+                         checkpoint_every=1, device="cpu", progress=False)
+    train(config)
+    optimizer = tmp_path / "run" / "checkpoints" / "last" / "optimizer.pt"
+    optimizer.write_bytes(optimizer.read_bytes()[:100])  # a run killed while it wrote the file
+    with pytest.raises(SapbertError, match=f"{optimizer}: the checkpoint file cannot be read"):
+        train(dataclasses.replace(config, max_steps=3), resume=True)

@@ -13,7 +13,7 @@ from ..readers.corpora import detect_corpus_format
 from .dictionaries import PROTOCOLS, missing_gold, training_names, with_extra_names
 from .index_cache import build_encoder_index, index_cache
 from .memory_tuning import DEFAULT_MEMORY_GRID, memory_grid, tune_memory
-from .queries import EvalMention, Preprocessing, read_corpus
+from .queries import EvalMention, Preprocessing, no_mentions_error, read_corpus
 from .ranks import score_retriever
 from .reports import model_label
 from .retrievers import ExactMatchRetriever, LinkerRetriever, NormalizedBaseline, TfidfRetriever
@@ -119,7 +119,7 @@ def run_benchmark(
     """
     from ..encoder import Encoder, default_pooling
     from ..readers import read_vocabularies
-    from ..reranker import Reranker
+    from ..reranker import Reranker, check_reranker_head
 
     grid = memory_grid(grid_name)
     prep = prep or Preprocessing()
@@ -138,6 +138,8 @@ def run_benchmark(
     n_missing, absent = missing_gold(mentions, kb)
     if reachable_only:
         mentions = [m for m in mentions if any(i in kb for i in m.gold_set)]
+    if not mentions:
+        raise no_mentions_error(corpus, labels, reachable_only)
     memory_mentions: List[Tuple[str, str]] = []
     for path in memory:
         memory_corpus, _, _ = read_corpus(path, detect_corpus_format(path), prep, labels)
@@ -176,6 +178,8 @@ def run_benchmark(
         return System(retriever_class.name, lambda dictionary: NormalizedBaseline(retriever_class, normalizer, dictionary))
 
     loaded = Reranker(reranker, device=device, backend=rerank_backend) if model and reranker else None
+    if loaded is not None:
+        check_reranker_head(loaded, "--reranker")
     rerank_weights = list(dict.fromkeys(rerank_weights))  # a weight given twice is one row
 
     def weighted_name(name: str, weight: float) -> str:

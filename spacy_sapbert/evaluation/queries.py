@@ -7,6 +7,7 @@ from typing import Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from ..abbreviations import expand_abbreviations, find_abbreviations
 from ..context import MentionInContext
+from ..errors import SapbertError
 from ..normalizer import Normalizer
 from ..preprocess import gold_ids, is_cuiless, split_composite
 from ..readers.corpora import Document, Query
@@ -90,6 +91,16 @@ def mentions_from_queries(queries: Iterable[Query], prep: Preprocessing) -> Tupl
         parts = mention_parts(query.mention, query.gold)
         mentions.append(EvalMention(query.mention, query.gold, parts, query.doc_id))
     return mentions, cuiless
+
+
+def no_mentions_error(
+    source: object, labels: Optional[Sequence[str]] = None, reachable_only: bool = False, present: Iterable[str] = ()
+) -> SapbertError:
+    """The error for a corpus that leaves nothing to score or use: an accuracy of 0 of 0 mentions means nothing.
+    `present`: the labels the corpus does have, named when `labels` kept none of them."""
+    reasons = ([f"with the labels {list(labels)}"] if labels else []) + (["whose gold id is in the vocabulary"] if reachable_only else [])
+    its_labels = f" (its labels: {sorted(present)})" if labels and present else ""
+    return SapbertError(f"{source}: no gold mention{' ' + ' and '.join(reasons) if reasons else ''}{its_labels}; check the corpus, its format and --label")
 
 
 def read_corpus(path: Path, corpus_format: str, prep: Preprocessing, labels: Optional[Sequence[str]] = None):

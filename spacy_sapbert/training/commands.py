@@ -64,8 +64,10 @@ def extract_command(
     UMLS is streamed (a full MRCONSO extracts in well under 4 GB of memory). Several vocabulary files
     are merged by concept id.
     """
+    from ..outputs import check_file_outputs
     from .extract import extract_synonyms, umls_concepts, write_synonyms
 
+    check_file_outputs(output, name_languages, inputs=[*(vocabulary or []), mrconso, mrsty, mrrel])
     if name_languages is not None and mrconso is None:
         raise SapbertError("--name-languages goes with --mrconso (the vocabulary files carry no language per name)")
     if merge_xrefs and mrconso is not None:
@@ -129,9 +131,11 @@ def pairs_command(
     then one pair per line of each --translations file.
     With --corpus and --vocab: each training mention with every name of its gold concept (fine-tuning).
     """
+    from ..outputs import check_file_outputs
     from .extract import read_synonyms
     from .pairs import finetune_pairs, save_pairs, write_pairs
 
+    check_file_outputs(files[-1], inputs=[*files[:-1], corpus, vocab, *translations])
     if corpus is not None:
         if len(files) != 1:
             raise SapbertError("with --corpus give only the OUTPUT pairs file")

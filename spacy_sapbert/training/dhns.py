@@ -48,10 +48,10 @@ __all__ = ["DhnsConfig", "MinedExample", "info_nce_loss", "load_examples", "mine
 CONFIG_FILE = "dhns_config.json"
 # resuming with another value of these warns; with another context_window (marker rows in the embeddings) is an error
 TRAJECTORY_KEYS = (
-    "model", "corpora", "vocab", "vocab_format", "mesh_trees", "labels", "spell_check", "remove_punctuation", "pooling",
-    "max_length", "batch_size", "hard_negatives", "temperature", "lr", "weight_decay", "encode_chunk", "seed",
+    "corpora", "vocab", "vocab_format", "mesh_trees", "labels", "spell_check", "remove_punctuation", "batch_size",
+    "hard_negatives", "temperature", "lr", "weight_decay", "encode_chunk", "seed",
 )
-FIXED_KEYS = ("context_window",)
+FIXED_KEYS = ("model", "pooling", "max_length", "context_window")  # what the model is: a resume may not change them
 Query = Union[str, MentionInContext]  # a training mention: normalized text, or the mention in its document
 
 
@@ -147,7 +147,10 @@ def load_examples(config: DhnsConfig) -> Tuple[List[Concept], List[Tuple[Query, 
             if query:
                 examples[query, concept_id] = None
     if not examples:
-        raise SapbertError(f"no training mention of {config.corpora} has a gold id in the vocabulary {config.vocab}")
+        raise SapbertError(
+            f"no training mention of {config.corpora}{f' with the labels {config.labels}' if config.labels else ''} has a gold id "
+            f"in the vocabulary {config.vocab}"
+        )
     return concepts, list(examples)
 
 
@@ -172,7 +175,10 @@ def context_examples(config: DhnsConfig, kb) -> List[Tuple[Query, str]]:
                 if concept_id is not None:
                     examples[MentionInContext(document.text, mention.start, mention.end), concept_id] = None
     if not examples:
-        raise SapbertError(f"no training mention of {config.corpora} has a gold id in the vocabulary {config.vocab}")
+        raise SapbertError(
+            f"no training mention of {config.corpora}{f' with the labels {config.labels}' if config.labels else ''} has a gold id "
+            f"in the vocabulary {config.vocab}"
+        )
     return list(examples)
 
 

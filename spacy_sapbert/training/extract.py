@@ -31,7 +31,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Collection, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
-from ..errors import VocabularyFormatError
+from ..errors import SapbertError, VocabularyFormatError
 from ..io import atomic_write
 from ..kb import Concept, unique
 from ..normalizer import Normalizer
@@ -118,6 +118,8 @@ def write_synonyms(path: PathLike, items: Iterable[Tuple[str, Sequence[str]]]) -
                     continue
                 out.write(f"{concept_id}||{'|'.join(names)}\n")
                 count += 1
+        if not count:  # an earlier output at `path` stays as it was
+            raise SapbertError(f"{path}: no concept with a name to write; check the vocabulary and the filters (languages, sources, semantic types)")
 
     atomic_write(path, writer)
     return count

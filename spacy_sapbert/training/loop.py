@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import pickle
 import sys
 import time
 import warnings
@@ -119,6 +120,17 @@ def changed_settings(config: Any, state: Mapping[str, Any], keys: Sequence[str])
     old = state.get("config", {})
     new = json.loads(json.dumps(dataclasses.asdict(config)))  # as the state recorded it: tuples become lists
     return [f"{key} ({old[key]!r} -> {new[key]!r})" for key in keys if key in old and old[key] != new[key]]
+
+
+def load_checkpoint_file(path: Path, map_location=None) -> Any:
+    """torch.load of one file of a checkpoint, with a SapbertError naming it when it is missing or damaged (a run
+    killed while it was written)."""
+    try:
+        return torch.load(path, map_location=map_location, weights_only=True)
+    except (OSError, RuntimeError, EOFError, pickle.UnpicklingError) as err:
+        raise SapbertError(
+            f"{path}: the checkpoint file cannot be read ({str(err).splitlines()[0]}); start again with --overwrite"
+        ) from err
 
 
 def check_resumed_settings(
@@ -287,11 +299,11 @@ class TrainingRun:
         if self.checkpoint is None:
             return
         folder = self.checkpoint
-        self.optimizer.load_state_dict(torch.load(folder / "optimizer.pt", map_location=self.device, weights_only=True))
+        self.optimizer.load_state_dict(load_checkpoint_file(folder / "optimizer.pt", map_location=self.device))
         if (folder / "scheduler.pt").exists():  # DHNS checkpoints of 0.2 had none (constant rate)
-            self.scheduler.load_state_dict(torch.load(folder / "scheduler.pt", weights_only=True))
+            self.scheduler.load_state_dict(load_checkpoint_file(folder / "scheduler.pt"))
         self.precision.load(folder)
-        states = torch.load(folder / "rng.pt", weights_only=True)
+        states = load_checkpoint_file(folder / "rng.pt")
         states = [states] if isinstance(states, dict) else states  # one process's state (DHNS of 0.2)
         if self.ctx.rank < len(states):
             set_rng_state(states[self.ctx.rank])

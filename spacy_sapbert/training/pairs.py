@@ -95,6 +95,8 @@ def save_pairs(path: PathLike, pairs: Iterable[Pair]) -> int:
             for pair in pairs:
                 out.write(_check_pair(pair))
                 count += 1
+        if not count:  # an earlier output at `path` stays as it was
+            raise SapbertError(f"{path}: no pair to write; no concept has two names, or no mention a gold concept in the vocabulary")
 
     atomic_write(path, writer)
     return count

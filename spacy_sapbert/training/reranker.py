@@ -39,10 +39,8 @@ __all__ = ["Group", "RerankerConfig", "concept_score", "group_loss", "mine_group
 
 CONFIG_FILE = "reranker_config.json"
 # resuming with another value of these warns (context_words and the pair length: an error, RerankerRun._load_model)
-TRAJECTORY_KEYS = (
-    "model", "pipeline", "corpora", "component", "labels", "candidates", "max_names", "bi_temperature", "batch_size", "lr",
-    "weight_decay", "seed",
-)
+TRAJECTORY_KEYS = ("corpora", "labels", "candidates", "max_names", "bi_temperature", "batch_size", "lr", "weight_decay", "seed")
+FIXED_KEYS = ("model", "pipeline", "component")  # the checkpoint's weights and the candidates it learned: an error
 
 
 @dataclass
@@ -214,10 +212,14 @@ def train_reranker(config: RerankerConfig, resume: bool = False) -> Path:
         (m.text, m.gold, MentionInContext(doc.text, m.start, m.end)) for path in config.corpora for doc in read_pubtator(path)
         for m in doc.mentions if not config.labels or m.label in config.labels
     ]
+    if not mentions:
+        from ..evaluation.queries import no_mentions_error
+
+        raise no_mentions_error(", ".join(config.corpora), config.labels)
     groups, counts = mine_groups(linker, mentions, config.candidates, config.max_names)
     if not groups:
         raise SapbertError(f"no training mention has its gold concept in {config.pipeline}'s vocabulary: {counts}")
-    run = RerankerRun.start(config, config_file=CONFIG_FILE, resume=resume, trajectory_keys=TRAJECTORY_KEYS)
+    run = RerankerRun.start(config, config_file=CONFIG_FILE, resume=resume, trajectory_keys=TRAJECTORY_KEYS, fixed_keys=FIXED_KEYS)
     run.trained_on = {"encoder_fingerprint": linker.encoder.fingerprint, "normalizer": linker.normalizer.settings()}
     run.log({"step": run.state.get("step", 0), "mentions": len(mentions), **counts})
     step = run.state.get("step", 0)

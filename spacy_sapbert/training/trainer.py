@@ -72,10 +72,10 @@ __all__ = ["TrainConfig", "TrainingWarning", "epoch_order", "find_checkpoint", "
 CONFIG_FILE = "train_config.json"
 # settings that change the training trajectory: a resumed run with other values is no continuation
 TRAJECTORY_KEYS = (  # a resume with another value warns (TrainingRun.start)
-    "model", "pairs", "batch_size", "lr", "weight_decay", "grad_accum", "max_length", "pooling", "alpha", "beta",
-    "base", "margin", "miner_distance", "use_miner", "warmup_steps", "seed", "encode_chunk", "loss", "pos_margin", "neg_margin",
-    "adapters", "kge",
+    "pairs", "batch_size", "lr", "weight_decay", "grad_accum", "alpha", "beta", "base", "margin", "miner_distance",
+    "use_miner", "warmup_steps", "seed", "encode_chunk", "loss", "pos_margin", "neg_margin", "adapters", "kge",
 )
+FIXED_KEYS = ("model", "pooling", "max_length")  # what the model is (the checkpoint's weights and its pooling): an error
 
 
 @dataclass
@@ -302,7 +302,7 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: Distrib
     try:
         run = TrainingRun.start(
             config, config_file=CONFIG_FILE, resume=resume, device=device, ctx=ctx, warmup_steps=config.warmup_steps,
-            trajectory_keys=TRAJECTORY_KEYS,
+            trajectory_keys=TRAJECTORY_KEYS, fixed_keys=FIXED_KEYS,
         )
         if run.checkpoint is not None:
             _check_resume(run.state, ctx.world_size, len(pairs))
