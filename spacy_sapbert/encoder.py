@@ -394,8 +394,9 @@ def load_pretrained(name: str, local_files_only: bool = False, model_class=None,
     """(tokenizer, model) from a folder or hub name, with an error that names the offline alternative.
 
     `model_class`: the transformers Auto class to load with (AutoModel by default; the re-ranker uses
-    AutoModelForSequenceClassification), given `model_kwargs`; `role` names the model in the error. A folder with bottleneck adapters
-    (adapter_config.json) gets them attached, after checking that they were trained on its base weights."""
+    AutoModelForSequenceClassification), given `model_kwargs`; `role` names the model in the error. A folder with
+    bottleneck adapters (adapter_config.json) gets them attached, after checking that they were trained on its base
+    weights."""
     from transformers import AutoModel, AutoTokenizer
 
     name = resolve_model(name)

@@ -907,9 +907,8 @@ def is_linkable(text: str) -> bool:
 def check_config_types(values: Mapping[str, Any]) -> None:
     """SapbertError naming the config key whose value is not of its annotated type (int, float, bool or str).
 
-    spaCy validates a config against the factory's types but passes the values on as written, so `k = "3"`
-    in a config.cfg would reach the component as a string and fail later with a TypeError naming no key,
-    and `lowercase = "false"` would count as true."""
+    spaCy validates a config against the factory's types but passes numbers on as written, so `k = "3"` in a
+    config.cfg would reach the component as a string and fail later with a TypeError naming no key."""
     hints = typing.get_type_hints(SapbertLinker.__init__)
     for key, value in values.items():
         expected = _scalar_type(hints.get(key))
