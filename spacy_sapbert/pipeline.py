@@ -39,11 +39,27 @@ def linker_names(config: Dict[str, Any]) -> List[str]:
 
 
 def require_linkers(nlp: Language) -> List[Tuple[str, "SapbertLinker"]]:
-    """find_linkers(nlp), or a SapbertError naming the pipeline's components when there is none."""
+    """find_linkers(nlp), or a SapbertError naming the pipeline's components when there is none, or two linkers
+    whose `labels` overlap (the later one would silently replace the earlier one's links; empty labels: every one)."""
     linkers = find_linkers(nlp)
     if not linkers:
         raise SapbertError(f"the pipeline has no {LINKER_FACTORY} component; its components: {nlp.pipe_names}")
+    for number, (first, earlier) in enumerate(linkers):
+        for second, later in linkers[number + 1 :]:
+            shared = shared_labels(earlier.labels, later.labels)
+            if shared:
+                raise SapbertError(
+                    f"the {LINKER_FACTORY} components {first!r} and {second!r} both link {sorted(shared)}: {second!r} would "
+                    "replace the links of the first; give each its own `labels`"
+                )
     return linkers
+
+
+def shared_labels(first: Sequence[str], second: Sequence[str]) -> set:
+    """The entity labels two linkers both link; empty `labels` link every label."""
+    if not first:
+        return set(second) or {"every label"}
+    return set(first) & set(second) if second else set(first)
 
 
 def choose_linker_name(names: Sequence[str], component: Optional[str], option: str = "--component") -> str:

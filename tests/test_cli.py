@@ -299,3 +299,20 @@ def test_build_index_refuses_a_chunk_dir_that_the_output_would_replace_before_re
     result = runner.invoke(app, ["build-index", str(tmp_path / "no-vocabulary.txt"), str(output), "--model", tiny_bert,
                                  "--chunk-dir", str(output / "chunks")])
     assert result.exit_code == 1 and "is (inside) the output" in error_line(result) and not output.exists()
+
+
+def test_linkers_whose_labels_overlap_are_refused_naming_the_shared_labels(tiny_bert):
+    import spacy
+
+    from spacy_sapbert.errors import SapbertError
+    from spacy_sapbert.pipeline import require_linkers, shared_labels
+
+    assert shared_labels(["Disease"], ["Chemical"]) == set() and shared_labels([], ["Chemical"]) == {"Chemical"}
+    assert shared_labels(["Disease", "Chemical"], ["Chemical"]) == {"Chemical"} and shared_labels([], []) == {"every label"}
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sapbert_linker", name="disease_linker", config={"model": tiny_bert, "labels": ["Disease", "Chemical"]})
+    nlp.add_pipe("sapbert_linker", name="chemical_linker", config={"model": tiny_bert, "labels": ["Chemical"]})
+    with pytest.raises(SapbertError, match=r"'disease_linker' and 'chemical_linker' both link \['Chemical'\]"):
+        require_linkers(nlp)
+    nlp.get_pipe("disease_linker").labels = ["Disease"]
+    assert [name for name, _ in require_linkers(nlp)] == ["disease_linker", "chemical_linker"]
