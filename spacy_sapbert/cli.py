@@ -288,6 +288,13 @@ def train_ner_command(
         raise SapbertError(f"{config}: training config not found")
     check_spacy_train_output(output, overwrite)
     overrides = parse_config_overrides(list(ctx.args))
+    try:
+        sections = config.read_text(encoding="utf8")
+    except UnicodeDecodeError as err:
+        raise SapbertError(f"{config}: not valid UTF-8 (byte 0x{err.object[err.start]:02x} at offset {err.start})") from err
+    missing = [name for name in ("nlp", "training") if not re.search(rf"^\[{name}\]", sections, flags=re.MULTILINE)]
+    if missing:
+        raise SapbertError(f"{config}: not a spaCy training config (no {', '.join(f'[{name}]' for name in missing)} section)")
 
     def run_training(folder: Path) -> None:
         try:

@@ -177,3 +177,12 @@ def test_a_terminated_train_ner_leaves_neither_output_nor_temporary_folder(tmp_p
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["toy.spacy"]
+
+
+def test_train_ner_names_a_config_that_is_not_utf8_or_not_a_training_config(tmp_path):
+    (tmp_path / "latin1.cfg").write_bytes(b'[nlp]\nlang = "en"\n# caf\xe9\n[training]\n')
+    (tmp_path / "empty.cfg").write_text("", encoding="utf8")
+    for name, expected in (("latin1.cfg", "not valid UTF-8 (byte 0xe9"), ("empty.cfg", "not a spaCy training config (no [nlp], [training] section)")):
+        result = runner.invoke(app, ["train-ner", str(tmp_path / name), str(tmp_path / "ner")])
+        assert result.exit_code == 1 and f"{tmp_path / name}: {expected}" in result.output, result.output
+        assert not (tmp_path / "ner").exists()
