@@ -16,6 +16,7 @@ Quantizers are trained on a seeded sample of at most TRAIN_SAMPLE vectors.
 from __future__ import annotations
 
 import math
+import os
 from typing import Callable, Iterable, Optional, Tuple
 
 import faiss
@@ -114,6 +115,10 @@ def fill_index(
         if index_type in RERANKED:
             if rerank is None:
                 shape = (n_rows, vectors.shape[1])
+                if rerank_file and os.path.exists(rerank_file):
+                    # a new file, never the old one rewritten: a saved index (io.save_npy hard-links it) or an
+                    # index still loaded may share it
+                    os.unlink(rerank_file)
                 rerank = (numpy.lib.format.open_memmap(rerank_file, mode="w+", dtype="float16", shape=shape)
                           if rerank_file else numpy.empty(shape, dtype="float16"))
             rerank[start : start + len(vectors)] = vectors

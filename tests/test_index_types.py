@@ -131,6 +131,33 @@ def test_a_chunked_build_saves_its_rescoring_vectors_by_a_hard_link_not_a_copy(t
     assert loaded.search(queries(), 5) == chunked.search(queries(), 5)
 
 
+def test_a_rebuild_into_the_same_chunk_folder_never_rewrites_a_saved_indexs_rescoring_file(tmp_path, monkeypatch):
+    """The saved rerank.npy is a hard link to the chunk folder's file: a second build there, even one that stops part
+    way, writes a new file and leaves the saved index (and the index still in memory) as they were."""
+    import spacy_sapbert.index as index_module
+
+    build = lambda: ConceptIndex.build(  # noqa: E731
+        vocabulary(), clustered_encode, encoder=SETTINGS, index_type="ivfpq", chunk_dir=tmp_path / "c", chunk_size=64)
+    first = build()
+    first.to_disk(tmp_path / "index")
+    saved = (tmp_path / "index" / RERANK_FILE).read_bytes()
+    in_memory = numpy.array(first.rerank)
+    calls = []
+    real_rows = index_module.float32_rows
+
+    def rows_then_stop(block, normalize=True):
+        calls.append(1)
+        if len(calls) == 3:  # the training sample, the first block (the re-scoring file is open by then), then stop
+            raise KeyboardInterrupt
+        return real_rows(block, normalize)
+
+    monkeypatch.setattr(index_module, "float32_rows", rows_then_stop)
+    with pytest.raises(KeyboardInterrupt):
+        build()
+    assert (tmp_path / "index" / RERANK_FILE).read_bytes() == saved
+    numpy.testing.assert_array_equal(numpy.asarray(first.rerank), in_memory)
+
+
 def test_added_names_are_rescored_too():
     index = ConceptIndex.build(vocabulary(), clustered_encode, encoder=SETTINGS, index_type="ivfpq")
     assert index.add_names([("C5", "concept 5 variant 9")], clustered_encode) == 1
