@@ -277,3 +277,12 @@ def test_a_rebuilt_index_keeps_the_memory_of_its_concepts_only(linker_nlp, toy_c
     assert sorted(zip(linker.memory.texts, linker.memory.ids)) == [("acute kidney injury", "D004"), ("cardiac arrest", "D001")]
     ent = linked(linker_nlp, "She had a liver tumour.", "liver tumour")
     assert ent.kb_id_ in ("D001", "D004") and {cid for cid, _ in ent._.kb_ents} <= {"D001", "D004"}
+
+
+def test_a_memory_emptied_and_saved_over_its_earlier_save_stays_empty(linker_nlp, tmp_path):
+    linker = linker_nlp.get_pipe("sapbert_linker")
+    linker.add_mentions([("cardiac arrest", "D001")])
+    linker_nlp.to_disk(tmp_path / "pipe")
+    linker.memory = None
+    linker_nlp.to_disk(tmp_path / "pipe")
+    assert spacy.load(tmp_path / "pipe").get_pipe("sapbert_linker").memory is None

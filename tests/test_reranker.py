@@ -476,6 +476,11 @@ def test_a_reranker_never_outlives_the_encoder_it_was_trained_for(linker_pipelin
     linker.set_reranker(folder)
     linker.from_bytes(plain.to_bytes())
     assert linker.reranker is None and linker.search_texts(QUERIES) == plain.search_texts(QUERIES)
+    linker.set_reranker(folder)
+    nlp.to_disk(tmp_path / "saved")
+    linker.set_reranker(None)
+    nlp.to_disk(tmp_path / "saved")  # over the earlier save: its re-ranker does not come back
+    assert spacy.load(tmp_path / "saved").get_pipe("sapbert_linker").reranker is None
 
     other = spacy.blank("en")
     other.add_pipe("sapbert_linker", config={"model": tiny_bert_48, "device": "cpu", "k": 4}).initialize(vocabulary=CONCEPTS)
