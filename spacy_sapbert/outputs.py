@@ -14,7 +14,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Callable, Iterable, Optional, Sequence, Set
+from typing import Callable, Dict, Iterable, Optional, Sequence, Set
 
 from .errors import SapbertError
 from .io import give_default_mode
@@ -22,6 +22,8 @@ from .io import give_default_mode
 TMP_MARK = ".sapbert-tmp-"
 # What spaCy's Language.to_disk writes besides one folder per component.
 PIPELINE_FILES = {"config.cfg", "meta.json", "tokenizer", "vocab"}
+# What SapbertLinker.to_disk writes into its component's folder.
+LINKER_PARTS = {"cfg", "encoder", "index", "memory", "reranker"}
 # What the trainers write into their output folder.
 RUN_CONFIG_FILES = ("train_config.json", "dhns_config.json", "reranker_config.json", "kge_config.json")
 RUN_FILES = {"model", "checkpoints", "train_log.jsonl", "loss.png", *RUN_CONFIG_FILES}
@@ -34,8 +36,8 @@ class OutputExistsError(SapbertError):
     """An output path holds something the command did not create, or replacing it was not asked for."""
 
 
-def pipeline_component_names(folder: Path) -> Optional[Set[str]]:
-    """The component names of a saved pipeline that has a sapbert_linker, or None for anything else."""
+def pipeline_component_names(folder: Path) -> Optional[Dict[str, Optional[str]]]:
+    """{component name: factory} of a saved pipeline that has a sapbert_linker, or None for anything else."""
     config_path = folder / "config.cfg"
     if not config_path.is_file():
         return None
@@ -47,7 +49,9 @@ def pipeline_component_names(folder: Path) -> Optional[Set[str]]:
         factories = {block.get("factory") for block in components.values() if isinstance(block, dict)}
     except Exception:  # an unreadable config.cfg is not a pipeline we wrote
         return None
-    return set(components) if "sapbert_linker" in factories else None
+    if "sapbert_linker" not in factories:
+        return None
+    return {name: block.get("factory") if isinstance(block, dict) else None for name, block in components.items()}
 
 
 def _unexpected(folder: Path, allowed: Iterable[str]) -> list:
@@ -106,8 +110,16 @@ def check_pipeline_output(output: Path, overwrite: bool) -> None:
     """Refuse an OUTPUT that is not absent, empty, or (with `overwrite`) a pipeline of this project."""
     output = Path(output)
     names = pipeline_component_names(output) if output.is_dir() else None
-    allowed = None if names is None else PIPELINE_FILES | names
+    allowed = None if names is None else PIPELINE_FILES | set(names)
     _refuse_foreign(output, "a spacy-sapbert pipeline", allowed, "" if overwrite else "pass --overwrite to replace it")
+    for name, factory in (names or {}).items():  # --overwrite: what a user put beside a linker's parts is kept
+        folder = output / name
+        extra = _unexpected(folder, LINKER_PARTS) if factory == "sapbert_linker" and folder.is_dir() else []
+        if extra:
+            raise OutputExistsError(
+                f"the output folder {output} holds files in {folder} that a sapbert_linker does not write ({', '.join(extra[:5])}); "
+                "it was left untouched: move them, or choose a new folder"
+            )
 
 
 def check_ensemble_output(output: Path, overwrite: bool) -> None:

@@ -82,11 +82,13 @@ def test_replacing_a_pipeline_takes_overwrite_and_swaps_it_atomically(tmp_path, 
 def test_a_pipeline_folder_holding_a_user_file_is_not_replaced(tmp_path, tiny_bert):
     out = tmp_path / "pipe"
     assert _build([_vocab(tmp_path), out, "--model", tiny_bert]).exit_code == 0
-    (out / "my-notes.md").write_text("keep me", encoding="utf8")
-    result = _build([_vocab(tmp_path, VOCAB_B, "b.txt"), out, "--model", tiny_bert, "--overwrite"])
-    assert result.exit_code == 1 and "my-notes.md" in result.output
-    assert (out / "my-notes.md").read_text(encoding="utf8") == "keep me"
-    assert _linked_ids(out) == ["D1", "D2"]
+    for notes in (out / "my-notes.md", out / "sapbert_linker" / "my-notes.md"):  # beside the pipeline, or inside the linker
+        notes.write_text("keep me", encoding="utf8")
+        result = _build([_vocab(tmp_path, VOCAB_B, "b.txt"), out, "--model", tiny_bert, "--overwrite"])
+        assert result.exit_code == 1 and "my-notes.md" in result.output
+        assert notes.read_text(encoding="utf8") == "keep me"
+        assert _linked_ids(out) == ["D1", "D2"]
+        notes.unlink()
 
 
 def test_an_empty_folder_is_filled(tmp_path, tiny_bert):
