@@ -60,7 +60,10 @@ def _unexpected(folder: Path, allowed: Iterable[str]) -> list:
 
 
 def _refuse_foreign(output: Path, what: str, allowed: Optional[Set[str]], hint: str) -> None:
-    """Raise unless `output` is absent, an empty folder, or a folder whose entries are all in `allowed`."""
+    """Raise unless `output` is absent, an empty folder, or a folder whose entries are all in `allowed`; a symbolic
+    link is refused (replacing it would replace the link, not the folder it points to)."""
+    if output.is_symlink():
+        raise OutputExistsError(f"the output {output} is a symbolic link to {os.readlink(output)}; give that folder itself, or a new one")
     if not output.exists():
         return
     if not output.is_dir():

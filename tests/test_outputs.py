@@ -91,6 +91,15 @@ def test_a_pipeline_folder_holding_a_user_file_is_not_replaced(tmp_path, tiny_be
         notes.unlink()
 
 
+def test_an_output_that_is_a_symbolic_link_is_refused_and_left_as_it_is(tmp_path, tiny_bert):
+    out = tmp_path / "pipe"
+    assert _build([_vocab(tmp_path), out, "--model", tiny_bert]).exit_code == 0
+    (tmp_path / "link").symlink_to(out)
+    result = _build([_vocab(tmp_path, VOCAB_B, "b.txt"), tmp_path / "link", "--model", tiny_bert, "--overwrite"])
+    assert result.exit_code == 1 and "is a symbolic link to" in result.output
+    assert (tmp_path / "link").is_symlink() and _linked_ids(out) == ["D1", "D2"]
+
+
 def test_an_empty_folder_is_filled(tmp_path, tiny_bert):
     out = tmp_path / "empty"
     out.mkdir()
