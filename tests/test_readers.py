@@ -600,7 +600,8 @@ def test_detect_format_refuses_what_is_not_a_vocabulary(parts, seen):
         (b"just some words\nand more words\n", "no line fits"),
         (b'{"terms": []}', "JSON that is neither"),
         (b'["a", "b"]', "JSON that is neither"),
-        (b"\xff\xfeD\x001\x00|\x00|\x00a\x00", "UTF-16"),
+        (b"\xff\xfeD\x001\x00|\x00|\x00a\x00", "UTF-16 text; convert it to UTF-8"),
+        (b"\x1f\x8b\x08\x00PK\x00\x00", "a binary file (it holds NUL bytes)"),
         (b"D1||a\nD2||b\njunk\njunk\njunk\njunk\njunk\n", "only 2 of the first 7 lines fit one format"),
     ],
 )

@@ -201,6 +201,12 @@ def _sample(path: PathLike, guess_from_name: Callable[[Path], Optional[str]], fo
     """(path, its first non-blank lines, the format its name suggests); a file with no line and an
     uninformative name is refused."""
     path = check_file(path)
+    with open(path, "rb") as handle:
+        head = handle.read(4096)
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):  # no format option helps here: the file must be converted
+        raise FormatDetectionError(str(path), None, "UTF-16 text; convert it to UTF-8 (e.g. iconv -f UTF-16 -t UTF-8)")
+    if b"\x00" in head:
+        raise FormatDetectionError(str(path), None, "a binary file (it holds NUL bytes), not a text vocabulary or corpus")
     lines = sample_lines(path)
     name_guess = guess_from_name(path)
     if not lines and not name_guess:
