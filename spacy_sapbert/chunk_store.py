@@ -28,6 +28,7 @@ DEFAULT_CHUNK_SIZE = 10000
 MANIFEST_FILE = "manifest.json"
 CHUNKS_SUFFIX = ".chunks"  # the default chunk folder of an output: OUTPUT.chunks beside it
 CHUNK_NAME = "chunk-{:06d}.npy"
+RERANK_CHUNK_FILE = "rerank-float16.npy"  # an ivfpq build's re-scoring vectors, until the index is saved
 # the chunk files, and the temporary files atomic_write leaves when a kill interrupts it
 OWN_FILE = re.compile(r"^(chunk-\d{6}\.npy|manifest\.json|rerank-float16\.npy|\.(chunk-\d{6}\.npy|manifest\.json)\..*\.tmp)$")
 # what a build killed while writing its first manifest leaves in a folder (no chunk is written before it)
@@ -127,6 +128,15 @@ class ChunkStore:
             total=len(self.names), initial=sum(len(self.rows(number)) for number in done), unit="name",
             desc="encoding names", unit_scale=True, disable=not progress,
         )
+
+    def new_rerank_file(self) -> str:
+        """The path for this build's re-scoring vectors, an earlier build's file there unlinked first (this store's
+        own, in the folder its manifest claims): a saved index may share that file by a hard link (io.save_npy), so
+        it is never opened again for writing."""
+        path = self.folder / RERANK_CHUNK_FILE
+        if path.is_file():
+            path.unlink()
+        return str(path)
 
     def _open(self) -> None:
         manifest_path = self.folder / MANIFEST_FILE

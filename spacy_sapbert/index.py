@@ -9,7 +9,7 @@ import faiss
 import numpy
 import srsly
 
-from .chunk_store import DEFAULT_CHUNK_SIZE, ChunkStore
+from .chunk_store import DEFAULT_CHUNK_SIZE, RERANK_CHUNK_FILE, ChunkStore  # noqa: F401 (RERANK_CHUNK_FILE: its old home)
 from .errors import IndexFormatError
 from .index_types import (
     DEFAULT_NPROBE, DEFAULT_SHORTLIST, RERANKED, TRAINED, choose_index_type, fill_index, rescored, set_search_params,
@@ -36,7 +36,6 @@ MSGPACK_VERSIONS = (5, 6)
 META_FILE, VECTORS_FILE, TABLES_DIR = "meta.json", "vectors.faiss", "tables"
 CONCEPTS_FILE, NAMES_FILE = "concepts.msgpack", "names.msgpack"  # formats 5 and 6
 RERANK_FILE = "rerank.npy"
-RERANK_CHUNK_FILE = "rerank-float16.npy"  # beside the chunks of a chunked build, until the index is saved
 
 Candidate = Tuple[str, float]
 
@@ -343,7 +342,7 @@ class ConceptIndex:
                 store.encode_missing(encode, progress=progress)
                 progress = False
             blocks = lambda: store.vectors(encode, progress=progress)  # noqa: E731
-            rerank_file = str(store.folder / RERANK_CHUNK_FILE)
+            rerank_file = store.new_rerank_file()
         faiss_index, rerank = fill_index(
             blocks, len(names), index_type, lambda block: float32_rows(block, normalize), rerank_file=rerank_file
         )

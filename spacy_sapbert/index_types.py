@@ -16,7 +16,6 @@ Quantizers are trained on a seeded sample of at most TRAIN_SAMPLE vectors.
 from __future__ import annotations
 
 import math
-import os
 from typing import Callable, Iterable, Optional, Tuple
 
 import faiss
@@ -100,7 +99,8 @@ def fill_index(
 ) -> Tuple[faiss.Index, Optional[numpy.ndarray]]:
     """A faiss index of `index_type` over the vectors of `blocks()` (called twice for trained types),
     each block passed through `rows` (unit length, float32) first, and the float16 re-scoring vectors of a
-    RERANKED type: in memory, or written to `rerank_file` (a .npy, memory-mapped) for large builds."""
+    RERANKED type: in memory, or written to `rerank_file` (a .npy, memory-mapped; a new file: ChunkStore.new_rerank_file)
+    for large builds."""
     faiss_index = rerank = None
     if index_type in TRAINED:
         sample = rows(training_sample(blocks(), n_rows))
@@ -115,10 +115,6 @@ def fill_index(
         if index_type in RERANKED:
             if rerank is None:
                 shape = (n_rows, vectors.shape[1])
-                if rerank_file and os.path.exists(rerank_file):
-                    # a new file, never the old one rewritten: a saved index (io.save_npy hard-links it) or an
-                    # index still loaded may share it
-                    os.unlink(rerank_file)
                 rerank = (numpy.lib.format.open_memmap(rerank_file, mode="w+", dtype="float16", shape=shape)
                           if rerank_file else numpy.empty(shape, dtype="float16"))
             rerank[start : start + len(vectors)] = vectors

@@ -31,11 +31,12 @@ from .index_types import CONFIG_INDEX_TYPES, DEFAULT_NPROBE, DEFAULT_SHORTLIST
 from .kb import Concept
 from .context import MIN_WINDOW, MentionInContext
 from .kb_view import KnowledgeBaseView
-from .memory import META_FILE as MEMORY_META_FILE, MemorySettings, MentionMemory
+from .memory import OWN_FILE as MEMORY_FILE, MemorySettings, MentionMemory
 from .normalizer import Normalizer
 from .preprocess import gold_ids, is_cuiless
 from .readers.dictionary import read_spell_check
-from .reranker import META_FILE as RERANKER_META_FILE, Reranker, check_rerank_backend, check_trained_on, rerank_hits
+from .outputs import remove_own_folder
+from .reranker import OWN_FILE as RERANKER_FILE, Reranker, check_rerank_backend, check_trained_on, rerank_hits
 from .scoring import score_sapbert_links
 from .vector_cache import VectorCache
 
@@ -707,11 +708,12 @@ class SapbertLinker(Pipe):
             serializers[MEMORY_DIR] = lambda p: self.memory.to_disk(p)
         if self.reranker is not None:
             serializers[RERANKER_DIR] = lambda p: self.reranker.save(p)
+        # saved over an earlier save: a memory or re-ranker this component no longer has must not come back at load;
+        # its folder goes only when it holds nothing but what that part writes
+        for folder, is_own, what in ((MEMORY_DIR, MEMORY_FILE.match, "a mention memory"), (RERANKER_DIR, RERANKER_FILE.match, "a re-ranker")):
+            if folder not in serializers and folder not in exclude and (path / folder).is_dir():
+                remove_own_folder(path / folder, is_own, what)
         spacy.util.to_disk(path, serializers, exclude)
-        # saved over an earlier save: a memory or re-ranker this component no longer has must not come back at load
-        for folder, marker in ((MEMORY_DIR, MEMORY_META_FILE), (RERANKER_DIR, RERANKER_META_FILE)):
-            if folder not in serializers and folder not in exclude and (path / folder / marker).is_file():
-                shutil.rmtree(path / folder)
 
     def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "SapbertLinker":
         path = Path(path)

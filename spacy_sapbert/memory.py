@@ -25,6 +25,7 @@ The memory is a small flat faiss index (exact cosine similarity) with one row pe
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
@@ -41,6 +42,8 @@ from .io import atomic_write, atomic_write_bytes, atomic_write_text
 # 3: and the normalizer's remove_punctuation and spelling-correction list.
 FORMAT_VERSION = 3
 META_FILE, ENTRIES_FILE, VECTORS_FILE = "meta.json", "entries.msgpack", "vectors.faiss"
+# what MentionMemory.to_disk writes into its folder, and the temporary files a killed atomic write leaves
+OWN_FILE = re.compile(r"^\.?(meta\.json|entries\.msgpack|vectors\.faiss)(\..*\.tmp)?$")
 
 Encode = Callable[[List[str]], numpy.ndarray]
 MIXTURES = ("published", "union")

@@ -86,6 +86,19 @@ def _refuse_foreign(output: Path, what: str, allowed: Optional[Set[str]], hint: 
         raise OutputExistsError(f"the output folder {output} already holds {what}; {hint}")
 
 
+def remove_own_folder(folder: Path, is_own: Callable[[str], bool], what: str) -> None:
+    """Delete `folder` when every file in it (its path inside the folder) is one `is_own` says this program writes
+    there; a folder holding anything else is left whole and the OutputExistsError names what is not ours."""
+    files = [entry.relative_to(folder).as_posix() for entry in folder.rglob("*") if not entry.is_dir()]
+    foreign = sorted(name for name in files if not is_own(name))
+    if foreign:
+        raise OutputExistsError(
+            f"{folder} holds files that {what} does not write ({', '.join(foreign[:5])}); nothing was removed: move them, "
+            "then save again"
+        )
+    shutil.rmtree(folder)
+
+
 def check_file_outputs(*paths: Optional[Path], inputs: Sequence[Optional[Path]] = ()) -> None:
     """Refuse, before any work, an output file path that is a folder or lies under a file (the write at the
     end of a long run would fail there and lose the run), that is one of the command's `inputs` (it would be

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
@@ -59,6 +60,12 @@ from .io import atomic_write_text
 from .kb import Concept
 
 META_FILE = "reranker.json"
+# what Reranker.save writes (save_pretrained's files, per member of an ensemble, and META_FILE)
+OWN_FILE = re.compile(
+    r"^(member-\d+/)?(reranker\.json|config\.json|generation_config\.json|model(-\d+-of-\d+)?\.safetensors|"
+    r"model\.safetensors\.index\.json|tokenizer\.json|tokenizer_config\.json|special_tokens_map\.json|"
+    r"added_tokens\.json|vocab\.(txt|json)|merges\.txt)$"
+)
 FORMAT_VERSION = 1
 ENSEMBLE_FORMAT_VERSION = 2  # a folder with `members`: earlier versions cannot read it and say so
 MEMBER_DIR = "member-{}"

@@ -284,5 +284,11 @@ def test_a_memory_emptied_and_saved_over_its_earlier_save_stays_empty(linker_nlp
     linker.add_mentions([("cardiac arrest", "D001")])
     linker_nlp.to_disk(tmp_path / "pipe")
     linker.memory = None
+    notes = tmp_path / "pipe" / "sapbert_linker" / "memory" / "NOTES.md"
+    notes.write_text("keep me", encoding="utf8")  # not the memory's: its folder is not removed
+    with pytest.raises(SapbertError, match=r"memory holds files that a mention memory does not write \(NOTES.md\); nothing was removed"):
+        linker_nlp.to_disk(tmp_path / "pipe")
+    assert notes.read_text(encoding="utf8") == "keep me" and (notes.parent / "vectors.faiss").exists()
+    notes.unlink()  # the test's own file
     linker_nlp.to_disk(tmp_path / "pipe")
     assert spacy.load(tmp_path / "pipe").get_pipe("sapbert_linker").memory is None

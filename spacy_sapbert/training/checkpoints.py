@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pickle
 import random
 import shutil
 import tempfile
@@ -136,7 +137,18 @@ class MixedPrecision:
     def load(self, folder: Path) -> None:
         path = Path(folder) / self.FILE
         if path.exists():
-            self.scaler.load_state_dict(torch.load(path, weights_only=True))
+            self.scaler.load_state_dict(load_checkpoint_file(path))
+
+
+def load_checkpoint_file(path: Path, map_location=None) -> Any:
+    """torch.load of one file of a checkpoint, with a SapbertError naming it when it is missing or damaged (a run
+    killed while it was written)."""
+    try:
+        return torch.load(path, map_location=map_location, weights_only=True)
+    except (OSError, RuntimeError, EOFError, pickle.UnpicklingError) as err:
+        raise SapbertError(
+            f"{path}: the checkpoint file cannot be read ({str(err).splitlines()[0]}); start again with --overwrite"
+        ) from err
 
 
 def save_model(folder: Path, model, tokenizer, pooling: str, max_length: int) -> None:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import pickle
 import sys
 import time
 import warnings
@@ -40,7 +39,7 @@ from ..encoder import check_max_length, encoder_fingerprint, load_pretrained, re
 from ..errors import SapbertError
 from ..io import atomic_write_text
 from .checkpoints import (
-    STATE_FILE, MixedPrecision, append_log, find_checkpoint, model_card, plot_loss, read_log, restart_log,
+    STATE_FILE, MixedPrecision, append_log, find_checkpoint, load_checkpoint_file, model_card, plot_loss, read_log, restart_log,
     rng_state, save_model, seed_everything, set_rng_state, write_dir,
 )
 
@@ -120,17 +119,6 @@ def changed_settings(config: Any, state: Mapping[str, Any], keys: Sequence[str])
     old = state.get("config", {})
     new = json.loads(json.dumps(dataclasses.asdict(config)))  # as the state recorded it: tuples become lists
     return [f"{key} ({old[key]!r} -> {new[key]!r})" for key in keys if key in old and old[key] != new[key]]
-
-
-def load_checkpoint_file(path: Path, map_location=None) -> Any:
-    """torch.load of one file of a checkpoint, with a SapbertError naming it when it is missing or damaged (a run
-    killed while it was written)."""
-    try:
-        return torch.load(path, map_location=map_location, weights_only=True)
-    except (OSError, RuntimeError, EOFError, pickle.UnpicklingError) as err:
-        raise SapbertError(
-            f"{path}: the checkpoint file cannot be read ({str(err).splitlines()[0]}); start again with --overwrite"
-        ) from err
 
 
 def check_resumed_settings(
