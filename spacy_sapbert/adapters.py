@@ -26,6 +26,7 @@ from typing import Dict, List, Optional, Union
 import torch
 from torch import nn
 
+from .encoder import same_encoder
 from .errors import EncoderLoadError
 
 __all__ = [
@@ -125,7 +126,7 @@ def load_adapters(folder: Union[str, Path], model: nn.Module, base_fingerprint: 
         reduction_factor, trained_on = int(settings["reduction_factor"]), str(settings["base_fingerprint"])
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise EncoderLoadError(f"{config_path}: not a readable adapter config ({err})") from err
-    if trained_on != base_fingerprint:
+    if not same_encoder(trained_on, base_fingerprint):
         raise EncoderLoadError(
             f"{config_path}: these adapters were trained on base weights {trained_on}, but the weights in {folder} "
             f"are {base_fingerprint}; put the adapters beside the base model they were trained with"

@@ -33,7 +33,7 @@ from typing import Dict, Optional
 import numpy
 import torch
 
-from .encoder import pool
+from .encoder import pool, same_encoder
 from .errors import EncoderLoadError
 from .extras import require
 from .io import atomic_write, atomic_write_text
@@ -220,7 +220,7 @@ def saved_onnx(folder: Path, backend: str, fingerprint: str) -> Optional[Path]:
     if not path.is_file():
         return None
     made_from = _read_meta(Path(folder)).get(path.name)
-    if made_from != fingerprint:
+    if not same_encoder(made_from, fingerprint):
         raise EncoderLoadError(
             f"{path} was exported from the encoder of fingerprint {made_from!r}, but the torch weights beside it have "
             f"fingerprint {fingerprint!r}; delete it (it is exported again) or restore the weights it came from"

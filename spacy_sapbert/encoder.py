@@ -342,12 +342,17 @@ def save_pretrained(folder: Union[str, Path], model, tokenizer) -> None:
 TOKENIZER_PROBE = "Héllo WORLD, naïve café: X-ray 5mg/kg (TNF-α) 中文 Ελληνικά ß İstanbul ﬁx don't [CLS] ##ing"
 # Model config entries that change the vectors of the same weights.
 CONFIG_KEYS = ("model_type", "hidden_act", "layer_norm_eps", "position_embedding_type")
+# More such entries, found later: how the width splits into attention heads, the padding id that RoBERTa-style models
+# count positions after, and a causal mask. They make the fingerprint's suffix ("-" and 8 hex digits), so that the
+# 16 digits recorded before it existed still match (`same_encoder`).
+SUFFIX_CONFIG_KEYS = ("num_attention_heads", "pad_token_id", "is_decoder")
 
 
 def encoder_fingerprint(model, tokenizer) -> str:
     """16 hex digits of SHA-256 over the model's state dict (sorted names, dtypes, shapes, bytes), the
-    config entries that change its outputs, and the tokenizer: its vocabulary, the word-piece ids of
-    TOKENIZER_PROBE (lowercasing, accent stripping, splitting) and its padding and truncation sides.
+    config entries that change its outputs (CONFIG_KEYS), and the tokenizer: its vocabulary, the word-piece ids of
+    TOKENIZER_PROBE (lowercasing, accent stripping, splitting) and its padding and truncation sides; then "-" and
+    8 hex digits over SUFFIX_CONFIG_KEYS.
 
     The same for the same model loaded twice or saved with save_pretrained and reloaded, on any
     device; the file names, paths and library versions do not enter it.
@@ -369,7 +374,21 @@ def encoder_fingerprint(model, tokenizer) -> str:
     digest.update("\n".join(f"{token!r}\t{row}" for token, row in vocab).encode("utf8"))
     add("probe", list(tokenizer(TOKENIZER_PROBE, add_special_tokens=True)["input_ids"]))
     add("sides", [getattr(tokenizer, "padding_side", None), getattr(tokenizer, "truncation_side", None)])
-    return digest.hexdigest()[:16]
+    return f"{digest.hexdigest()[:16]}-{config_suffix(config)}"
+
+
+def config_suffix(config) -> str:
+    """8 hex digits of SHA-256 over the SUFFIX_CONFIG_KEYS entries of a model config."""
+    entries = {key: getattr(config, key, None) for key in SUFFIX_CONFIG_KEYS}
+    return hashlib.sha256(json.dumps(entries, sort_keys=True, default=str).encode("utf8")).hexdigest()[:8]
+
+
+def same_encoder(recorded: Optional[str], current: str) -> bool:
+    """True when a recorded fingerprint names the encoder of fingerprint `current`. One recorded before the suffix
+    existed (16 hex digits alone) is matched on what it covers: weights, CONFIG_KEYS and tokenizer."""
+    if not isinstance(recorded, str):
+        return False
+    return recorded == current or ("-" not in recorded and current.split("-")[0] == recorded)
 
 
 def looks_like_path(name: str) -> bool:

@@ -10,6 +10,7 @@ import numpy
 import srsly
 
 from .chunk_store import DEFAULT_CHUNK_SIZE, RERANK_CHUNK_FILE, ChunkStore  # noqa: F401 (RERANK_CHUNK_FILE: its old home)
+from .encoder import same_encoder
 from .errors import IndexFormatError
 from .index_types import (
     DEFAULT_NPROBE, DEFAULT_SHORTLIST, RERANKED, TRAINED, choose_index_type, fill_index, rescored, set_search_params,
@@ -85,6 +86,8 @@ def check_vector_settings(
         if was == now:
             continue
         if key == "encoder_fingerprint":
+            if same_encoder(was, now):
+                continue
             raise IndexFormatError(
                 f"{what} was built with the encoder of fingerprint {was!r} but {encoder_source} fingerprint {now!r} "
                 f"(other weights or another tokenizer); rebuild it ({rebuild}) with this encoder"

@@ -54,7 +54,7 @@ import numpy
 import torch
 
 from .context import MentionInContext
-from .encoder import check_max_length, load_pretrained, resolve_device, save_pretrained
+from .encoder import check_max_length, load_pretrained, resolve_device, same_encoder, save_pretrained
 from .errors import IndexFormatError, SapbertError
 from .io import atomic_write_text
 from .kb import Concept
@@ -302,6 +302,16 @@ def shared_settings(meta: Mapping[str, Any]) -> Dict[str, Any]:
     }
 
 
+def same_setting(key: str, first: Any, other: Any) -> bool:
+    """Whether two members' `shared_settings` values agree: equal, where a fingerprint recorded before the encoder
+    fingerprint had its suffix (`same_encoder`) agrees with the same encoder's full one."""
+    if key != "trained_on" or first == other:
+        return first == other
+    one, two = first.get("encoder_fingerprint"), other.get("encoder_fingerprint")
+    rest = {k: v for k, v in first.items() if k != "encoder_fingerprint"} == {k: v for k, v in other.items() if k != "encoder_fingerprint"}
+    return rest and (same_encoder(one, two) or same_encoder(two, one))
+
+
 def ensemble_entries(folder: Path) -> Optional[set]:
     """The entries of `folder` as `combine_rerankers` wrote it (reranker.json and the member folders it lists), or
     None when it is not an ensemble (a single re-ranker, a foreign or unreadable folder)."""
@@ -330,7 +340,7 @@ def combine_rerankers(folders: Sequence[Union[str, Path]], output: Path) -> None
             raise SapbertError(f"{folder}: already an ensemble; combine its members' folders instead")
     settings = [shared_settings(meta) for meta in metas]
     for folder, setting in zip(folders[1:], settings[1:]):
-        differing = {key: (value, setting[key]) for key, value in settings[0].items() if setting[key] != value}
+        differing = {key: (value, setting[key]) for key, value in settings[0].items() if not same_setting(key, value, setting[key])}
         if differing:
             raise SapbertError(f"{folder}: its settings differ from {folders[0]}'s, (first, this): {differing}; an ensemble's members must match")
 
@@ -367,7 +377,7 @@ def check_trained_on(reranker: Reranker, encoder_fingerprint: str, normalizer: M
     trained = reranker.trained_on
     if not trained:
         return
-    if trained.get("encoder_fingerprint") != encoder_fingerprint:
+    if not same_encoder(trained.get("encoder_fingerprint"), encoder_fingerprint):
         raise SapbertError(
             f"{where}: the re-ranker {reranker.name} was trained on the candidates of encoder {trained.get('encoder_fingerprint')}, "
             f"but this linker's encoder is {encoder_fingerprint}; train one for this pipeline (train-reranker)"

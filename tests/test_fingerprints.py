@@ -1,4 +1,5 @@
 """Fingerprints: a saved index or memory is refused when the encoder or a vector setting changed."""
+import json
 import re
 import shutil
 from pathlib import Path
@@ -9,7 +10,7 @@ import spacy
 import srsly
 
 from conftest import TOY_VOCAB, make_tiny_bert, replace_saved_encoder
-from spacy_sapbert.encoder import Encoder, encoder_fingerprint
+from spacy_sapbert.encoder import Encoder, encoder_fingerprint, same_encoder
 from spacy_sapbert.errors import IndexFormatError
 from spacy_sapbert.kb import Concept
 from spacy_sapbert.normalizer import Normalizer
@@ -43,7 +44,7 @@ def one_line(err) -> str:
 
 def test_fingerprint_is_the_same_for_the_same_model_loaded_twice_or_saved_and_reloaded(tiny_bert, tmp_path):
     first = Encoder(tiny_bert, device="cpu")
-    assert re.fullmatch(r"[0-9a-f]{16}", first.fingerprint)
+    assert re.fullmatch(r"[0-9a-f]{16}-[0-9a-f]{8}", first.fingerprint)
     first.encode(["heart failure"])  # using the tokenizer must not change it
     assert Encoder(tiny_bert, device="cpu").fingerprint == first.fingerprint
     first.save(tmp_path / "copy")  # save_pretrained of model and tokenizer
@@ -63,6 +64,32 @@ def test_fingerprint_differs_for_other_weights_and_another_tokenizer(tiny_bert, 
     with torch.no_grad():
         next(encoder.model.parameters()).view(-1)[0] += 1e-3  # one weight changed
     assert encoder_fingerprint(encoder.model, encoder.tokenizer) != encoder.fingerprint
+
+
+def edit_model_config(folder: Path, **entries) -> None:
+    """Change entries of a saved model's config.json (a user's edit; the weights stay as they are)."""
+    path = Path(folder) / "config.json"
+    path.write_text(json.dumps({**json.loads(path.read_text(encoding="utf8")), **entries}), encoding="utf8")  # srsly writes 1e-12 as 0.0
+
+
+@pytest.mark.parametrize("entry", [{"num_attention_heads": 4}, {"is_decoder": True}])
+def test_fingerprint_differs_for_a_config_entry_that_changes_the_vectors_of_the_same_weights(tiny_bert, tmp_path, entry):
+    shutil.copytree(tiny_bert, tmp_path / "edited")
+    edit_model_config(tmp_path / "edited", **entry)
+    encoder, edited = Encoder(tiny_bert, device="cpu"), Encoder(tmp_path / "edited", device="cpu")
+    text = ["heart failure of the left ventricle"]
+    # other vectors (a random tiny BERT attends almost uniformly, so they move little; more than rounding does)
+    assert not numpy.allclose(encoder.encode(text), edited.encode(text), rtol=0, atol=1e-6)
+    assert edited.fingerprint.split("-")[0] == encoder.fingerprint.split("-")[0]  # same weights and tokenizer
+    assert not same_encoder(encoder.fingerprint, edited.fingerprint)
+
+
+def test_a_fingerprint_recorded_before_the_config_suffix_matches_on_weights_and_tokenizer(tiny_bert, tiny_bert_seed1):
+    current, other = Encoder(tiny_bert, device="cpu").fingerprint, Encoder(tiny_bert_seed1, device="cpu").fingerprint
+    legacy = current.split("-")[0]
+    assert same_encoder(current, current) and same_encoder(legacy, current)
+    assert not same_encoder(other.split("-")[0], current) and not same_encoder(other, current)
+    assert not same_encoder(None, current) and not same_encoder(current[:-1] + "x", current)
 
 
 # a saved pipeline -----------------------------------------------------------------------------------
@@ -130,6 +157,24 @@ def test_a_foreign_encoder_of_the_same_width_is_refused(linker_nlp, tmp_path, ti
     assert f"the index in {tmp_path / 'pipe' / 'sapbert_linker' / 'index'} was built with the encoder of fingerprint {fingerprint!r}" in message
     assert f"the encoder in {tmp_path / 'pipe' / 'sapbert_linker' / 'encoder'} has fingerprint {Encoder(tiny_bert_seed1, device='cpu').fingerprint!r}" in message
     assert "rebuild it (build-index)" in message
+
+
+def test_an_encoder_whose_attention_heads_were_edited_is_refused(linker_nlp, tmp_path):
+    linker_nlp.to_disk(tmp_path / "pipe")
+    edit_model_config(tmp_path / "pipe" / "sapbert_linker" / "encoder", num_attention_heads=4)
+    with pytest.raises(IndexFormatError, match=r"the index in .* was built with the encoder of fingerprint .*rebuild it \(build-index\)") as err:
+        spacy.load(tmp_path / "pipe")
+    one_line(err)
+
+
+def test_an_index_that_recorded_the_fingerprint_without_its_suffix_still_loads(linker_nlp, tmp_path):
+    """Indexes and memories saved before the fingerprint had its config suffix record its 16 digits alone."""
+    linker_nlp.to_disk(tmp_path / "pipe")
+    meta_path = tmp_path / "pipe" / "sapbert_linker" / "index" / "meta.json"
+    meta = srsly.read_json(meta_path)
+    meta["encoder_fingerprint"] = meta["encoder_fingerprint"].split("-")[0]
+    srsly.write_json(meta_path, meta)
+    assert link(spacy.load(tmp_path / "pipe")) == link(linker_nlp)
 
 
 def test_from_bytes_into_a_component_with_another_setting_is_refused(linker_nlp, tiny_bert):

@@ -501,3 +501,26 @@ def test_a_reranker_never_outlives_the_encoder_it_was_trained_for(linker_pipelin
     with pytest.raises(SapbertError, match=r"config key `reranker`: .*re-ranker .*no such folder"):
         gone.initialize(vocabulary=CONCEPTS)
     assert len(index_builds) == builds
+
+
+def test_a_reranker_that_recorded_the_fingerprint_without_its_suffix_is_used_and_combined(linker_pipeline, tmp_path, tiny_bert):
+    """Re-rankers trained before the fingerprint had its config suffix record its 16 digits alone: still the same
+    encoder's, so add-reranker and combine-rerankers take them, beside one trained since."""
+    from typer.testing import CliRunner
+
+    from spacy_sapbert.cli import app
+
+    linker = spacy.load(linker_pipeline).get_pipe("sapbert_linker")
+    old, new = trained_heads(tiny_bert, tmp_path, linker)
+    meta = json.loads((old / "reranker.json").read_text())
+    meta["trained_on"]["encoder_fingerprint"] = linker.encoder.fingerprint.split("-")[0]
+    (old / "reranker.json").write_text(json.dumps(meta))
+    linker.set_reranker(old)  # checked against the linker's encoder: accepted
+    result = CliRunner().invoke(app, ["combine-rerankers", str(old), str(new), "--output", str(tmp_path / "ens")])
+    assert result.exit_code == 0, result.output
+    meta["trained_on"]["encoder_fingerprint"] = "0123456789abcdef"  # another encoder's: still refused
+    (old / "reranker.json").write_text(json.dumps(meta))
+    result = CliRunner().invoke(app, ["combine-rerankers", str(old), str(new), "--output", str(tmp_path / "ens2")])
+    assert result.exit_code == 1 and "trained_on" in result.output
+    with pytest.raises(SapbertError, match="was trained on the candidates of encoder 0123456789abcdef"):
+        linker.set_reranker(old)
