@@ -624,7 +624,7 @@ def _read_memory_settings(path: Path, protocols: Sequence[str] = ("strict",), op
     from .memory import MemorySettings
 
     try:
-        data = srsly.read_json(path)
+        data = json.loads(Path(path).read_text(encoding="utf8"))  # not srsly: its parser reads 0.7 as 0.7000000000000001
     except (OSError, ValueError) as err:
         raise SapbertError(f"{option} {path}: not a readable JSON file ({err})") from err
     try:
