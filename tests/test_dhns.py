@@ -229,3 +229,20 @@ def test_a_checkpoint_of_0_2_resumes_to_the_same_weights(tiny_task, tiny_bert, o
     first, second = load_pretrained(str(straight))[1], load_pretrained(str(resumed))[1]
     for (name, a), (_, b) in zip(first.state_dict().items(), second.state_dict().items()):
         assert torch.equal(a, b), name
+
+
+def test_a_resume_whose_base_model_folder_now_holds_other_weights_is_refused(tiny_task, tiny_bert, one_thread, tmp_path_factory):
+    """A project retrains SAP into the same folder that DHNS starts from: the DHNS checkpoint of the old SAP model
+    must not be resumed on top of it."""
+    import shutil
+
+    from conftest import make_tiny_bert
+    from spacy_sapbert.errors import SapbertError
+
+    base = tiny_task / "sap-model"
+    shutil.copytree(tiny_bert, base)
+    train_dhns(config_for(tiny_task, str(base), tiny_task / "run", epochs=1))
+    shutil.rmtree(base)
+    make_tiny_bert(base, seed=1)
+    with pytest.raises(SapbertError, match=r"cannot resume: the run's model changed since the checkpoint"):
+        train_dhns(config_for(tiny_task, str(base), tiny_task / "run", epochs=2), resume=True)

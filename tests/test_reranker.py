@@ -1,6 +1,7 @@
 """The cross-encoder re-ranker: candidate texts, the group loss, training on a linker's candidates, and the linker with it."""
 import json
 import math
+import shutil
 
 import numpy
 import pytest
@@ -524,3 +525,26 @@ def test_a_reranker_that_recorded_the_fingerprint_without_its_suffix_is_used_and
     assert result.exit_code == 1 and "trained_on" in result.output
     with pytest.raises(SapbertError, match="was trained on the candidates of encoder 0123456789abcdef"):
         linker.set_reranker(old)
+
+
+def test_a_resume_over_a_rebuilt_pipeline_or_other_corpora_is_refused(linker_pipeline, tmp_path, tiny_bert, tiny_bert_48):
+    """The checkpoint learned the candidates of the linker it was started with: a resume whose --pipeline (same path)
+    now holds another encoder, or whose corpus changed, is refused; else the old weights were relabelled as trained
+    for the new linker."""
+    corpus = pubtator(tmp_path)
+    config = RerankerConfig(model=tiny_bert, pipeline=str(linker_pipeline), output=str(tmp_path / "run"), corpora=[str(corpus)],
+                            candidates=4, max_length=32, batch_size=7, epochs=1, device="cpu", progress=False)
+    train_reranker(config)
+    meta = (tmp_path / "run" / "model" / "reranker.json").read_text()
+    longer = RerankerConfig(**{**config.__dict__, "epochs": 2})
+    corpus.write_text(corpus.read_text() + "\n", encoding="utf8")
+    with pytest.raises(SapbertError, match=r"cannot resume: the run's corpora changed since the checkpoint"):
+        train_reranker(longer, resume=True)
+    corpus.write_text(corpus.read_text()[:-1], encoding="utf8")
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sapbert_linker", config={"model": tiny_bert_48, "device": "cpu", "k": 4}).initialize(vocabulary=CONCEPTS)
+    shutil.rmtree(linker_pipeline)
+    nlp.to_disk(linker_pipeline)
+    with pytest.raises(SapbertError, match=r"cannot resume: the run's linker changed since the checkpoint"):
+        train_reranker(longer, resume=True)
+    assert (tmp_path / "run" / "model" / "reranker.json").read_text() == meta  # the finished run is as it was

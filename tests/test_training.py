@@ -8,6 +8,7 @@ import os
 import random
 import subprocess
 import sys
+import warnings
 from itertools import combinations
 from pathlib import Path
 
@@ -694,3 +695,28 @@ def test_a_damaged_checkpoint_file_is_named_on_resume(tmp_path, tiny_bert, toy_p
     optimizer.write_bytes(optimizer.read_bytes()[:100])  # a run killed while it wrote the file
     with pytest.raises(SapbertError, match=f"{optimizer}: the checkpoint file cannot be read"):
         train(dataclasses.replace(config, max_steps=3), resume=True)
+
+
+def test_a_resume_that_would_train_nothing_with_new_settings_or_other_pairs_is_refused(tmp_path, tiny_bert, toy_pairs, one_thread, monkeypatch):
+    """A finished run resumed with another lr trained nothing, yet its config and card then said the new lr; a run past
+    --max-steps kept its extra steps; the same pairs path with other pairs went on silently. The same path spelled
+    otherwise is the same run."""
+    def config(max_steps, pairs=toy_pairs, **kwargs):
+        return TrainConfig(model=tiny_bert, output=str(tmp_path / "run"), pairs=str(pairs), batch_size=4,
+                           max_steps=max_steps, checkpoint_every=1, device="cpu", progress=False, **kwargs)
+
+    train(config(2))
+    recorded = (tmp_path / "run" / "train_config.json").read_text()
+    with pytest.raises(SapbertError, match=r"the run already finished \(2 steps\), so resuming trains nothing and the model would not have lr"):
+        train(config(2, lr=1e-3), resume=True)
+    with pytest.raises(SapbertError, match=r"the checkpoint has done 2 steps, more than this run's 1"):
+        train(config(1), resume=True)
+    assert (tmp_path / "run" / "train_config.json").read_text() == recorded
+    monkeypatch.chdir(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TrainingWarning)
+        train(config(3, pairs=Path("pairs.txt")), resume=True)  # relative: the same file
+    lines = toy_pairs.read_text(encoding="utf8").splitlines()
+    toy_pairs.write_text("\n".join(reversed(lines)) + "\n", encoding="utf8")  # the same pairs, in another order
+    with pytest.raises(SapbertError, match=r"cannot resume: the run's pairs changed since the checkpoint"):
+        train(config(4), resume=True)

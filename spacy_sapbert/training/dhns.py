@@ -40,7 +40,7 @@ from ..index import name_table
 from ..kb import Concept
 from ..normalizer import Normalizer
 from .checkpoints import CPU_BF16_HELP, require_at_least_one
-from .loop import LossWindow, TrainingRun
+from .loop import LossWindow, TrainingRun, file_digest
 from .options import setting
 
 __all__ = ["DhnsConfig", "MinedExample", "info_nce_loss", "load_examples", "mine_examples", "train_dhns"]
@@ -317,7 +317,9 @@ def train_dhns(config: DhnsConfig, resume: bool = False) -> Path:
     space = NameSpace(concepts)
     # 0.2's DHNS optimizer held every parameter, the unused pooler's too: keep it so its checkpoints resume
     run = TrainingRun.start(
-        config, config_file=CONFIG_FILE, resume=resume, freeze_pooler=False, trajectory_keys=TRAJECTORY_KEYS, fixed_keys=FIXED_KEYS
+        config, config_file=CONFIG_FILE, resume=resume, freeze_pooler=False, trajectory_keys=TRAJECTORY_KEYS, fixed_keys=FIXED_KEYS,
+        inputs={key: [file_digest(path) for path in getattr(config, key)] for key in ("corpora", "vocab")},
+        progress=lambda state: (state.get("epoch", 0), config.epochs, "epochs"),
     )
     model, tokenizer, device = run.model, run.tokenizer, run.device
     step = run.state.get("step", 0)

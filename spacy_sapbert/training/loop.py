@@ -23,6 +23,7 @@ DistributedDataParallel, and only rank 0 writes.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import sys
@@ -30,7 +31,7 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple
 
 import torch
 
@@ -44,6 +45,15 @@ from .checkpoints import (
 )
 
 __all__ = ["Distributed", "RunConfig", "TrainingRun", "TrainingWarning", "changed_settings", "check_resumed_settings", "distributed"]
+
+
+def base_fingerprint(model: str) -> Optional[str]:
+    """The encoder fingerprint of a run's base model as it is now (None when it cannot be loaded: nothing to compare)."""
+    try:
+        tokenizer, loaded = load_pretrained(model)
+    except SapbertError:
+        return None
+    return encoder_fingerprint(loaded, tokenizer)
 
 
 class TrainingWarning(UserWarning):
@@ -113,27 +123,78 @@ class distributed:
             dist.destroy_process_group()
 
 
+# settings that name files or folders: the same place spelled otherwise (./pairs.txt, an absolute path) is the same
+PATH_SETTINGS = ("model", "pipeline", "pairs", "corpora", "vocab", "kge")
+
+
+def _compared(key: str, value: Any) -> Any:
+    """A setting's value as resume compares it: a path that exists here, resolved."""
+    if key not in PATH_SETTINGS:
+        return value
+    if isinstance(value, list):
+        return [_compared(key, item) for item in value]
+    return os.path.realpath(value) if isinstance(value, str) and os.path.exists(value) else value
+
+
 def changed_settings(config: Any, state: Mapping[str, Any], keys: Sequence[str]) -> List[str]:
     """'key (checkpoint's -> this run's)' for each of `keys` whose value differs from the one in the config a
     checkpoint's state recorded; a key the state lacks (a checkpoint of an older version) is not compared."""
     old = state.get("config", {})
     new = json.loads(json.dumps(dataclasses.asdict(config)))  # as the state recorded it: tuples become lists
-    return [f"{key} ({old[key]!r} -> {new[key]!r})" for key in keys if key in old and old[key] != new[key]]
+    return [f"{key} ({old[key]!r} -> {new[key]!r})" for key in keys if key in old and _compared(key, old[key]) != _compared(key, new[key])]
+
+
+def file_digest(path: str) -> str:
+    """16 hex digits of SHA-256 over a file's bytes (a folder, such as a UMLS release: its files' names and sizes),
+    what a resume compares, so that the same path with other contents is not taken for the run's data."""
+    digest = hashlib.sha256()
+    if os.path.isdir(path):
+        for file in sorted(p for p in Path(path).rglob("*") if p.is_file()):
+            digest.update(f"{file.relative_to(path).as_posix()}\t{file.stat().st_size}\n".encode("utf8"))
+        return digest.hexdigest()[:16]
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()[:16]
 
 
 def check_resumed_settings(
-    config: Any, state: Mapping[str, Any], checkpoint: Path, trajectory_keys: Sequence[str], fixed_keys: Sequence[str] = ()
+    config: Any, state: Mapping[str, Any], checkpoint: Path, trajectory_keys: Sequence[str], fixed_keys: Sequence[str] = (),
+    inputs: Optional[Mapping[str, Any]] = None, progress: Optional[Callable[[Mapping[str, Any]], Tuple[int, int, str]]] = None,
 ) -> None:
-    """Resuming `checkpoint` (whose `state` recorded its config) with `config`: another value of a `fixed_keys`
-    setting (one that changes what the model is) is a SapbertError; of a `trajectory_keys` one a TrainingWarning
-    (the run continues, unlike an uninterrupted one). Both name the settings."""
+    """Resuming `checkpoint` (whose `state` recorded its config) with `config`.
+
+    SapbertError, naming what differs: another value of a `fixed_keys` setting (one that changes what the model is);
+    `inputs` (digests of the data and models the run reads, see TrainingRun.start) other than those the state
+    recorded; a checkpoint past the run's end, or (`progress(state)`: done, total and their unit) a run that already
+    ended and would train nothing under changed `trajectory_keys` settings (the model would be the old one, recorded
+    with the new settings). Changed `trajectory_keys` settings of a run with work left: a TrainingWarning (the run
+    continues, unlike an uninterrupted one)."""
     fixed = changed_settings(config, state, fixed_keys)
     if fixed:
         raise SapbertError(
             f"{checkpoint}: cannot resume with another {', '.join(fixed)}; resume with the checkpoint's setting, or start "
             "again with --overwrite"
         )
+    recorded = state.get("inputs", {})
+    for key, value in (inputs or {}).items():
+        if key in recorded and recorded[key] != value:
+            raise SapbertError(
+                f"{checkpoint}: cannot resume: the run's {key} changed since the checkpoint (recorded {recorded[key]!r}, now "
+                f"{value!r}); resume with what it was trained on, or start again with --overwrite"
+            )
     changed = changed_settings(config, state, trajectory_keys)
+    done, total, unit = progress(state) if progress is not None else (0, 1, "steps")
+    if done > total:
+        raise SapbertError(
+            f"{checkpoint}: the checkpoint has done {done} {unit}, more than this run's {total}; resume with at least {done}, "
+            "or start again with --overwrite"
+        )
+    if changed and done == total:
+        raise SapbertError(
+            f"{checkpoint}: the run already finished ({done} {unit}), so resuming trains nothing and the model would not "
+            f"have {', '.join(changed)}; start again with --overwrite (or another output) to train with them"
+        )
     if changed:
         warnings.warn(
             f"{checkpoint}: resuming with other settings than the checkpoint's ({', '.join(changed)}): training continues, "
@@ -201,6 +262,7 @@ class TrainingRun:
         self.log_path = self.output / "train_log.jsonl"
         self.checkpoint: Optional[Path] = None
         self.state: Dict[str, Any] = {}
+        self.inputs: Dict[str, Any] = {}  # digests of what the run reads (TrainingRun.start)
         self.tokenizer = self.model = self.net = self.optimizer = self.scheduler = None
         self.precision = MixedPrecision(device, config.amp, config.cpu_bf16)
         self.started = time.perf_counter()
@@ -210,7 +272,8 @@ class TrainingRun:
     def start(
         cls, config: RunConfig, *, config_file: str, resume: bool, device: Optional[torch.device] = None,
         ctx: Optional[Distributed] = None, warmup_steps: int = 0, freeze_pooler: bool = True,
-        trajectory_keys: Sequence[str] = (), fixed_keys: Sequence[str] = (),
+        trajectory_keys: Sequence[str] = (), fixed_keys: Sequence[str] = (), inputs: Optional[Mapping[str, Any]] = None,
+        progress: Optional[Callable[[Mapping[str, Any]], Tuple[int, int, str]]] = None,
     ) -> "TrainingRun":
         """Seed, load the model (from the checkpoint when resuming), build AdamW and a constant
         learning rate after `warmup_steps`, restore their states, write the config file and (re)start
@@ -220,9 +283,13 @@ class TrainingRun:
         Resuming compares the checkpoint's recorded config with this one: a changed `fixed_keys`
         setting (one that changes what the model is) is a SapbertError, before anything is loaded or
         written; a changed `trajectory_keys` setting a TrainingWarning (the run continues, unlike an
-        uninterrupted one). Other settings (epochs, device, progress, ...) may change freely."""
+        uninterrupted one). Other settings (epochs, device, progress, ...) may change freely. `inputs`: digests of what
+        the run reads (data files, the re-ranker's linker), saved with each checkpoint and compared on resume; the base
+        model's fingerprint is added to them. `progress(state)`: (done, total, unit) of a checkpoint under this config
+        (see check_resumed_settings)."""
         device = device if device is not None else resolve_device(config.device)
         run = cls(config, config_file, device, ctx or Distributed(), warmup_steps, freeze_pooler)
+        run.inputs = dict(inputs or {})
         if resume:
             run.checkpoint = find_checkpoint(run.output)
             if run.checkpoint is None:
@@ -232,7 +299,10 @@ class TrainingRun:
                 )
             else:
                 run.state = json.loads((run.checkpoint / STATE_FILE).read_text(encoding="utf8"))
-                check_resumed_settings(config, run.state, run.checkpoint, trajectory_keys, fixed_keys)
+                recorded_model = run.state.get("inputs", {}).get("model")
+                if recorded_model is not None:  # a base model that cannot be loaded now is not compared
+                    run.inputs["model"] = base_fingerprint(config.model) or recorded_model
+                check_resumed_settings(config, run.state, run.checkpoint, trajectory_keys, fixed_keys, run.inputs, progress)
         seed_everything(config.seed + run.ctx.rank)
         run._load_model()
         run._restore()
@@ -245,6 +315,8 @@ class TrainingRun:
 
     def _load_model(self) -> None:
         self.tokenizer, self.model = load_pretrained(str(self.checkpoint or self.config.model))
+        if self.checkpoint is None:
+            self.inputs["model"] = encoder_fingerprint(self.model, self.tokenizer)
         check_max_length(self.model, self.config.max_length, f"the model {self.config.model}")
         if getattr(self.config, "context_window", 0):  # before the optimizer: the embeddings grow by two rows
             from ..context import add_markers
@@ -350,7 +422,9 @@ class TrainingRun:
             dist.all_gather_object(gathered, states[0])
             states = gathered
         if self.ctx.main:
-            record = dict(record, elapsed=self.elapsed(), world_size=self.ctx.world_size, config=dataclasses.asdict(self.config))
+            record = dict(
+                record, elapsed=self.elapsed(), world_size=self.ctx.world_size, config=dataclasses.asdict(self.config), inputs=self.inputs
+            )
 
             def fill(folder: Path) -> None:
                 self._save_model(folder)

@@ -32,7 +32,7 @@ from ..extras import require
 from ..preprocess import resolve_gold_id
 from ..reranker import candidate_text, combined_logits, default_max_length, mention_side, pair_logits, write_meta
 from .checkpoints import CPU_BF16_HELP, require_at_least_one
-from .loop import LossWindow, TrainingRun
+from .loop import LossWindow, TrainingRun, file_digest
 from .options import setting
 
 __all__ = ["Group", "RerankerConfig", "concept_score", "group_loss", "mine_groups", "train_reranker"]
@@ -219,8 +219,13 @@ def train_reranker(config: RerankerConfig, resume: bool = False) -> Path:
     groups, counts = mine_groups(linker, mentions, config.candidates, config.max_names)
     if not groups:
         raise SapbertError(f"no training mention has its gold concept in {config.pipeline}'s vocabulary: {counts}")
-    run = RerankerRun.start(config, config_file=CONFIG_FILE, resume=resume, trajectory_keys=TRAJECTORY_KEYS, fixed_keys=FIXED_KEYS)
-    run.trained_on = {"encoder_fingerprint": linker.encoder.fingerprint, "normalizer": linker.normalizer.settings()}
+    trained_on = {"encoder_fingerprint": linker.encoder.fingerprint, "normalizer": linker.normalizer.settings()}
+    run = RerankerRun.start(
+        config, config_file=CONFIG_FILE, resume=resume, trajectory_keys=TRAJECTORY_KEYS, fixed_keys=FIXED_KEYS,
+        inputs={"corpora": [file_digest(path) for path in config.corpora], "linker": trained_on},
+        progress=lambda state: (state.get("epoch", 0), config.epochs, "epochs"),
+    )
+    run.trained_on = trained_on
     run.log({"step": run.state.get("step", 0), "mentions": len(mentions), **counts})
     step = run.state.get("step", 0)
     for epoch in range(run.state.get("epoch", 0), config.epochs):

@@ -61,7 +61,7 @@ from ..encoder import POOLINGS, embed_padded, padded_chunks, resolve_device
 from ..errors import SapbertError
 from ..extras import require
 from .checkpoints import CPU_BF16_HELP, find_checkpoint, plot_loss, require_at_least_one
-from .loop import Distributed, TrainingRun, TrainingWarning, distributed
+from .loop import Distributed, TrainingRun, TrainingWarning, distributed, file_digest
 from .options import setting
 from .losses import LOSSES, MINER_DISTANCES, make_loss, make_miner, sap_loss
 from .pairs import PairsFile, read_pairs
@@ -300,9 +300,18 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: Distrib
     pairs = PairsFile(config.pairs)  # validates every line first: errors name file and line
     prefetch: Optional[Prefetcher] = None
     try:
+        global_batch = config.batch_size * ctx.world_size
+        padded = len(pairs) + (-len(pairs)) % ctx.world_size
+        batches_per_epoch = math.ceil(padded / global_batch)
+        steps_per_epoch = math.ceil(batches_per_epoch / config.grad_accum)
+        total_steps = config.epochs * steps_per_epoch
+        if config.max_steps is not None:
+            total_steps = min(total_steps, config.max_steps)
+        inputs = {"pairs": file_digest(config.pairs)}
         run = TrainingRun.start(
             config, config_file=CONFIG_FILE, resume=resume, device=device, ctx=ctx, warmup_steps=config.warmup_steps,
-            trajectory_keys=TRAJECTORY_KEYS, fixed_keys=FIXED_KEYS,
+            trajectory_keys=TRAJECTORY_KEYS, fixed_keys=FIXED_KEYS, inputs=inputs,
+            progress=lambda state: (state.get("step", 0), total_steps, "steps"),
         )
         if run.checkpoint is not None:
             _check_resume(run.state, ctx.world_size, len(pairs))
@@ -311,14 +320,6 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: Distrib
         kge = _load_kge(config, ctx.main)
         global_step = run.state.get("step", 0)
         epoch, step_in_epoch = run.state.get("epoch", 0), run.state.get("step_in_epoch", 0)
-
-        global_batch = config.batch_size * ctx.world_size
-        padded = len(pairs) + (-len(pairs)) % ctx.world_size
-        batches_per_epoch = math.ceil(padded / global_batch)
-        steps_per_epoch = math.ceil(batches_per_epoch / config.grad_accum)
-        total_steps = config.epochs * steps_per_epoch
-        if config.max_steps is not None:
-            total_steps = min(total_steps, config.max_steps)
 
         def save_checkpoint() -> None:
             run.save_checkpoint({
