@@ -359,7 +359,9 @@ def _model_and_pooling(model: Optional[str], pooling: Optional[str], offline_def
     return model, pooling
 
 
-def _input_texts(text: Optional[str], file: Optional[Path]) -> Iterator[str]:
+def _input_texts(text: Optional[str], file: Optional[Path], keep_blank: bool = False) -> Iterator[str]:
+    """TEXT, or the lines of --file or standard input (their "\n" or "\r\n" removed). `keep_blank`: a blank line is a
+    document too, so that outputs line up with input lines (link); else it is skipped (visualize)."""
     if text is not None:
         yield text
         return
@@ -370,9 +372,9 @@ def _input_texts(text: Optional[str], file: Optional[Path]) -> Iterator[str]:
     else:
         if hasattr(sys.stdin, "reconfigure"):  # undecodable bytes typed or piped in become U+FFFD, not a crash
             sys.stdin.reconfigure(errors="replace")
-        lines = (line.rstrip("\n") for line in sys.stdin)
+        lines = (line.rstrip("\n").removesuffix("\r") for line in sys.stdin)
     for line in lines:
-        if line.strip():
+        if keep_blank or line.strip():
             yield line
 
 
@@ -383,7 +385,7 @@ def _input_documents(text: Optional[str], file: Optional[Path], format: str) -> 
     if format not in LINK_FORMATS:
         raise SapbertError(f"--format {format!r}: choose one of {', '.join(LINK_FORMATS)}")
     if text is not None or format == "text":
-        yield from ((None, line) for line in _input_texts(text, file))
+        yield from ((None, line) for line in _input_texts(text, file, keep_blank=True))
     elif file is None:
         raise SapbertError(f"--format {format} reads --file (standard input is read as plain text only)")
     elif format == "jsonl":
@@ -422,7 +424,8 @@ def link_command(
     ray_cpus: float = typer.Option(1.0, help="CPUs reserved per Ray worker."),
     ray_gpus: float = typer.Option(0.0, help="GPUs reserved per Ray worker."),
 ) -> None:
-    """Link documents and print one JSON line per document, in input order (with its id for jsonl and pubtator input).
+    """Link documents and print one JSON line per document, in input order (with its id for jsonl and pubtator input;
+    a blank line of text input is a document with no entity, so output line N is input line N).
 
     With --ray the documents are streamed to a pool of pipeline actors on a Ray cluster; the output is
     the same as without it."""

@@ -138,6 +138,7 @@ def _one_thread_in_forked_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_one_thread_in_forked_child)
+install_extensions()  # at import, so that docs read back from a DocBin in another process have kb_ents
 
 
 @Language.factory(

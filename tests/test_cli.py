@@ -46,11 +46,13 @@ def built_pipeline(tmp_path, tiny_bert):
 
 
 def test_build_index_then_link_from_stdin_gives_json_lines(built_pipeline):
-    text = "Hepatoma with cardiac failure.\n\nNo finding here.\n"
+    text = "Hepatoma with cardiac failure.\r\n\r\nNo finding here.\n"  # output line N is input line N, blank ones too
     result = runner.invoke(app, ["link", "--pipeline", str(built_pipeline)], input=text)
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
-    assert [r["text"] for r in rows] == ["Hepatoma with cardiac failure.", "No finding here."]
+    assert [r["text"] for r in rows] == ["Hepatoma with cardiac failure.", "", "No finding here."]
+    assert rows[1]["ents"] == []
+    rows = [rows[0], rows[2]]
     ents = rows[0]["ents"]
     assert [(e["text"], e["label"], e["kb_id"], e["name"]) for e in ents] == [
         ("Hepatoma", "DISEASE", "D2", "Liver cancer"),

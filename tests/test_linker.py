@@ -521,3 +521,23 @@ def test_an_unknown_type_is_an_error_with_close_matches_and_a_strict_filter_give
     linker.threshold = 1.0
     doc.ents = [doc.char_span(0, 13, label="Disease")]
     assert linker(doc).ents[0]._.kb_ents == [] and doc.ents[0].kb_id_ == ""
+
+
+def test_kb_ents_read_back_from_a_docbin_in_a_new_process_after_importing_the_package(linker_nlp, tmp_path):
+    """The extension is registered by `import spacy_sapbert`, not only when a linker is made: docs saved with
+    DocBin(store_user_data=True) and read in another process keep their candidates."""
+    from spacy.tokens import DocBin
+
+    doc = linker_nlp.make_doc("hepatoma and heart decompensation")
+    doc.ents = [doc.char_span(0, 8, label="DISEASE")]
+    linked = linker_nlp(doc).ents[0]._.kb_ents
+    DocBin(docs=[doc], store_user_data=True).to_disk(tmp_path / "linked.spacy")
+    script = (
+        "import spacy, spacy_sapbert\n"
+        "from spacy.tokens import DocBin\n"
+        f"[doc] = DocBin().from_disk({str(tmp_path / 'linked.spacy')!r}).get_docs(spacy.blank('en').vocab)\n"
+        "print(repr([(c, round(s, 5)) for c, s in doc.ents[0]._.kb_ents]))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == repr([(c, round(s, 5)) for c, s in linked])
