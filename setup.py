@@ -7,6 +7,7 @@ EVAL = ["matplotlib", "scikit-learn"]
 TRAIN = ["pytorch-metric-learning>=2.0", "matplotlib"]
 ONNX = ["onnxruntime>=1.17", "onnx>=1.16", "onnxscript>=0.5"]  # the onnx and onnx-int8 encoder backends
 KGE = ["pykeen>=1.10"]  # train-kge: the knowledge-graph embedding of MS loss v3
+PACKAGE = ["build"]  # the project's package step: spacy package --build wheel
 RAY = ["ray[data]>=2.40"]  # build-index --ray, link --ray (not in `all`: a large install that only clusters need)
 
 setup(
@@ -37,8 +38,9 @@ setup(
         "onnx": ONNX,
         "kge": KGE,
         "ray": RAY,
-        "all": sorted(set(EVAL + TRAIN + ONNX + KGE)),  # what every documented command needs (the README's first command installs it)
-        "test": ["pytest>=7", "build", "hypothesis>=6"] + sorted(set(EVAL + TRAIN + ONNX + KGE + RAY)),
+        "package": PACKAGE,
+        "all": sorted(set(EVAL + TRAIN + ONNX + KGE + PACKAGE)),  # what every documented command needs (the README's first command installs it)
+        "test": ["pytest>=7", "hypothesis>=6"] + sorted(set(EVAL + TRAIN + ONNX + KGE + PACKAGE + RAY)),
     },
     entry_points={
         "spacy_factories": [

@@ -38,3 +38,13 @@ def test_spacy_package_wheel_installs_and_links(tmp_path, tiny_bert):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), str(ROOT)])}
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, env=env, cwd=tmp_path)
     assert out.stdout.strip() == "[('Cardiac failure', 'D1'), ('hepatoma', 'D2')]"
+
+
+def test_the_all_extra_installs_what_the_project_package_step_runs():
+    """The README's first command installs `.[all]`; the project's `package` step runs `spacy package --build wheel`,
+    which needs the `build` package (it failed on a fresh install without it)."""
+    from importlib.metadata import requires
+
+    all_extra = {line.split(";")[0].strip().split(">")[0].split("[")[0] for line in requires("spacy-sapbert") if 'extra == "all"' in line}
+    assert "--build wheel" in (ROOT / "projects" / "sapbert" / "project.yml").read_text(encoding="utf8")
+    assert {"build", "pytorch-metric-learning", "matplotlib", "scikit-learn", "onnxruntime", "pykeen"} <= all_extra
