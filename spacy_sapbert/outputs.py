@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -27,6 +28,11 @@ LINKER_PARTS = {"cfg", "encoder", "index", "memory", "reranker"}
 # What the trainers write into their output folder.
 RUN_CONFIG_FILES = ("train_config.json", "dhns_config.json", "reranker_config.json", "kge_config.json")
 RUN_FILES = {"model", "checkpoints", "train_log.jsonl", "loss.png", *RUN_CONFIG_FILES}
+# what a run killed while writing leaves beside them: the temporary folder of the model being written
+# (checkpoints.write_dir), the model moved aside while the new one takes its place, and io.atomic_write's temporary files
+RUN_LEFTOVER = re.compile(
+    r"^(\.model\.tmp-\w+|model\.old|\.(" + "|".join(re.escape(name) for name in ("train_log.jsonl", "loss.png", *RUN_CONFIG_FILES)) + r")\.\w+\.tmp)$"
+)
 # What `train-ner` writes: spacy train's two models and its own record, which marks the folder as ours.
 TRAIN_NER_RECORD = "train_ner.json"
 SPACY_TRAIN_FILES = {"model-best", "model-last", TRAIN_NER_RECORD}
@@ -154,7 +160,21 @@ def check_run_output(output: Path, resume: bool, overwrite: bool) -> None:
     # the trainers write their config file before anything else: a folder without one is not a run of ours
     is_run = output.is_dir() and any((output / name).is_file() for name in RUN_CONFIG_FILES)
     hint = "" if (resume or overwrite) else "pass --resume to continue it or --overwrite to start again"
-    _refuse_foreign(output, "a training run", RUN_FILES if is_run else None, hint)
+    leftovers = {entry.name for entry in output.iterdir() if RUN_LEFTOVER.match(entry.name)} if is_run else set()
+    _refuse_foreign(output, "a training run", RUN_FILES | leftovers if is_run else None, hint)
+CHECKPOINT_LEFTOVER = re.compile(r"^\.last\.tmp-\w+$")  # a checkpoint being written (last.old is a checkpoint: find_checkpoint)
+
+
+def remove_run_leftovers(output: Path) -> None:
+    """Remove the temporary files and folders a killed run left in `output` (RUN_LEFTOVER; the model moved aside,
+    model.old, is left for the run's next model write to remove after its replacement is in place)."""
+    output = Path(output)
+    if not output.is_dir():
+        return
+    checkpoints = output / "checkpoints"
+    in_checkpoints = [entry for entry in checkpoints.iterdir() if CHECKPOINT_LEFTOVER.match(entry.name)] if checkpoints.is_dir() else []
+    for entry in [entry for entry in output.iterdir() if RUN_LEFTOVER.match(entry.name) and entry.name != "model.old"] + in_checkpoints:
+        shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
 
 
 def check_spacy_train_output(output: Path, overwrite: bool) -> None:
@@ -169,7 +189,8 @@ def clear_run(output: Path) -> None:
     """Remove an earlier run's own entries (RUN_FILES) from `output`; refused (OutputExistsError) unless
     `output` is absent, empty, or a run of ours holding nothing else."""
     check_run_output(Path(output), resume=False, overwrite=True)
-    for name in sorted(RUN_FILES):
+    remove_run_leftovers(Path(output))
+    for name in sorted(RUN_FILES | {"model.old"}):
         path = Path(output) / name
         if path.is_dir():
             shutil.rmtree(path)

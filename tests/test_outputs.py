@@ -1,5 +1,6 @@
 """Outputs: a command never deletes what it did not create, and replacing its own output is atomic."""
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -280,3 +281,23 @@ def test_convert_refuses_an_output_that_is_a_folder(tmp_path):
     (tmp_path / "train.spacy").mkdir()
     result = runner.invoke(app, ["convert", str(corpus), "--output", str(tmp_path / "train.spacy")])
     assert result.exit_code == 1 and "is a folder, not a file" in result.output
+
+
+def test_a_run_killed_while_writing_resumes_and_its_leftovers_go(tmp_path, tiny_bert, one_thread):
+    """A kill while the model or a checkpoint was being written leaves this program's temporary names in the run:
+    --resume (and --overwrite) took them for a user's files and refused the run ("choose a new or empty folder")."""
+    run = tmp_path / "run"
+    assert _train(tmp_path, tiny_bert, run).exit_code == 0
+    shutil.copytree(run / "model", run / ".model.tmp-ke19s8te")  # a model half written
+    (run / ".loss.png.x1y2z3ab.tmp").write_bytes(b"\x89PNG")  # atomic_write's temporary file
+    shutil.copytree(run / "checkpoints" / "last", run / "checkpoints" / ".last.tmp-q9w8e7r6")
+    (run / "notes.txt").write_text("mine", encoding="utf8")
+    refused = _train(tmp_path, tiny_bert, run, "--resume")
+    assert refused.exit_code == 1 and "(notes.txt)" in refused.output  # a user's file still stops it, named alone
+    (run / "notes.txt").unlink()
+    result = _train(tmp_path, tiny_bert, run, "--resume")
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in run.iterdir()) == sorted(["checkpoints", "loss.png", "model", "train_config.json", "train_log.jsonl"])
+    assert [p.name for p in (run / "checkpoints").iterdir()] == ["last"]
+    both = _train(tmp_path, tiny_bert, run, "--resume", "--overwrite")
+    assert both.exit_code == 1 and "pass one of them" in both.output

@@ -30,16 +30,22 @@ def _split(value: Optional[str]) -> Optional[List[str]]:
 
 
 def _claim_run_output(output: Path, resume: bool, overwrite: bool) -> None:
-    """Refuse an output folder that is not a run of ours; with --overwrite (and no --resume) clear the earlier run."""
+    """Refuse an output folder that is not a run of ours, and --resume with --overwrite (continue, or start again?);
+    with --overwrite clear the earlier run; with --resume remove what a killed write left (RUN_LEFTOVER)."""
     import os
 
-    from ..outputs import check_run_output, clear_run
+    from ..errors import SapbertError
+    from ..outputs import check_run_output, clear_run, remove_run_leftovers
 
+    if resume and overwrite:
+        raise SapbertError("--resume continues the run in the output folder and --overwrite starts it again: pass one of them")
     if int(os.environ.get("RANK", "0")) != 0:  # under torchrun, rank 0 alone looks at the folder
         return
     check_run_output(output, resume, overwrite)
-    if overwrite and not resume:
+    if overwrite:
         clear_run(output)
+    elif resume:
+        remove_run_leftovers(output)
 
 
 def extract_command(
