@@ -28,3 +28,7 @@ class IndexFormatError(SapbertError):
 
 class NotInitializedError(SapbertError):
     """The linker was used before it had an encoder and an index."""
+
+
+class ConfigWarning(UserWarning):
+    """A config that works but is most likely not what was meant (it names the key and the likely value)."""

@@ -8,6 +8,7 @@ import os
 import shutil
 import tempfile
 import typing
+import warnings
 import weakref
 from collections import Counter
 from pathlib import Path
@@ -24,8 +25,8 @@ import spacy.util
 
 from .backends import BACKENDS
 from .chunk_store import DEFAULT_CHUNK_SIZE
-from .encoder import POOLINGS, Encoder, resolve_device
-from .errors import EncoderLoadError, IndexFormatError, NotInitializedError, SapbertError
+from .encoder import POOLINGS, Encoder, declared_pooling, resolve_device
+from .errors import ConfigWarning, EncoderLoadError, IndexFormatError, NotInitializedError, SapbertError
 from .index import Candidate, ConceptIndex, check_vector_settings, encoder_settings
 from .index_types import CONFIG_INDEX_TYPES, DEFAULT_NPROBE, DEFAULT_SHORTLIST
 from .kb import Concept
@@ -371,6 +372,13 @@ class SapbertLinker(Pipe):
             corrections = spell_check if isinstance(spell_check, Mapping) else read_spell_check(spell_check)
             self.normalizer = self.normalizer.with_spell_check(corrections)
         self.encoder = Encoder(self.model, **self.encoder_options)
+        declared = declared_pooling(self.encoder.name)
+        if declared is not None and declared != self.encoder_options["pooling"]:
+            warnings.warn(
+                f"{self.name}: config key `pooling` is {self.encoder_options['pooling']!r}, but the model {self.model} was trained "
+                f"to pool with {declared!r} (its 1_Pooling/config.json); set pooling = \"{declared}\" unless {self.encoder_options['pooling']!r} is meant",
+                ConfigWarning, stacklevel=2,
+            )
         self.memory = None
         if self.reranker_name:  # before the index: a re-ranker that cannot be used is said before the long encoding
             try:
@@ -869,8 +877,6 @@ class SapbertLinker(Pipe):
 
 def warn_left_out_of_memory(count: int, why: str) -> None:
     """A CorpusWarning: `count` annotated mentions are not in the mention memory, and why."""
-    import warnings
-
     from .readers.corpora import CorpusWarning
 
     warnings.warn(f"{count} annotated mention(s) left out of the memory: {why}", CorpusWarning, stacklevel=3)

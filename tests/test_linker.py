@@ -541,3 +541,26 @@ def test_kb_ents_read_back_from_a_docbin_in_a_new_process_after_importing_the_pa
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == repr([(c, round(s, 5)) for c, s in linked])
+
+
+def test_a_config_pooling_other_than_the_model_declares_warns_naming_the_key(tiny_bert, toy_concepts, tmp_path):
+    """A sentence-transformers folder (MiniLM) declares mean pooling; the component's default is cls (SapBERT): the
+    user who swapped the model in without setting pooling hears of it."""
+    import shutil
+    import warnings
+
+    from spacy_sapbert.encoder import write_pooling_files
+    from spacy_sapbert.errors import ConfigWarning
+
+    shutil.copytree(tiny_bert, tmp_path / "mean-model")
+    write_pooling_files(tmp_path / "mean-model", "mean", 25, 32)
+    nlp = spacy.blank("en")
+    linker = nlp.add_pipe("sapbert_linker", config={"model": str(tmp_path / "mean-model"), "device": "cpu"})
+    with pytest.warns(ConfigWarning, match=r"config key `pooling` is 'cls', but the model .*mean-model was trained to pool with 'mean'"):
+        linker.initialize(lambda: [], nlp=nlp, vocabulary=toy_concepts)
+    for model, pooling in ((str(tmp_path / "mean-model"), "mean"), (tiny_bert, "cls")):
+        nlp = spacy.blank("en")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ConfigWarning)
+            nlp.add_pipe("sapbert_linker", config={"model": model, "device": "cpu", "pooling": pooling}).initialize(
+                lambda: [], nlp=nlp, vocabulary=toy_concepts)
