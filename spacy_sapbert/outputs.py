@@ -185,6 +185,42 @@ def check_spacy_train_output(output: Path, overwrite: bool) -> None:
     _refuse_foreign(output, "a train-ner output", SPACY_TRAIN_FILES if is_run else None, "" if overwrite else "pass --overwrite to replace it")
 
 
+def previous_run_folder(output: Path) -> Path:
+    """Where `set_aside_run` keeps an earlier run until the run replacing it has finished: a hidden sibling."""
+    output = Path(output)
+    return output.with_name(f".{output.name}.sapbert-previous-run")
+
+
+def set_aside_run(output: Path) -> Optional[Path]:
+    """--overwrite of a training run: move the earlier run's own entries (RUN_FILES) into `previous_run_folder`, so
+    that a new run stopped before it finishes does not cost the earlier one (`drop_previous_run` removes it once the
+    new run has finished). Where that folder exists already (an --overwrite that did not finish), it keeps the last
+    finished run and what is in `output` is that unfinished run's, which is cleared. The folder, or None when there
+    was nothing to keep."""
+    output = Path(output)
+    previous = previous_run_folder(output)
+    check_run_output(output, resume=False, overwrite=True)
+    if previous.exists():
+        clear_run(output)
+        return previous
+    entries = [output / name for name in sorted(RUN_FILES | {"model.old"}) if (output / name).exists()] if output.is_dir() else []
+    remove_run_leftovers(output)
+    if not entries:
+        return None
+    tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}{TMP_MARK}", dir=output.parent))
+    for entry in entries:
+        os.replace(entry, tmp / entry.name)
+    os.replace(tmp, previous)
+    return previous
+
+
+def drop_previous_run(output: Path) -> None:
+    """Remove the earlier run `set_aside_run` kept, once a run into `output` has finished."""
+    previous = previous_run_folder(output)
+    if previous.is_dir():
+        shutil.rmtree(previous)
+
+
 def clear_run(output: Path) -> None:
     """Remove an earlier run's own entries (RUN_FILES) from `output`; refused (OutputExistsError) unless
     `output` is absent, empty, or a run of ours holding nothing else."""

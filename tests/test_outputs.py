@@ -301,3 +301,21 @@ def test_a_run_killed_while_writing_resumes_and_its_leftovers_go(tmp_path, tiny_
     assert [p.name for p in (run / "checkpoints").iterdir()] == ["last"]
     both = _train(tmp_path, tiny_bert, run, "--resume", "--overwrite")
     assert both.exit_code == 1 and "pass one of them" in both.output
+
+
+def test_an_overwrite_that_does_not_finish_keeps_the_earlier_run(tmp_path, tiny_bert, one_thread):
+    """--overwrite cleared the earlier run before training: a new run stopped early (here: bad pairs) left neither."""
+    run = tmp_path / "run"
+    assert _train(tmp_path, tiny_bert, run).exit_code == 0
+    weights = (run / "model" / "model.safetensors").read_bytes()
+    bad = tmp_path / "bad.txt"
+    bad.write_text("D1||heart failure\n", encoding="utf8")  # one name: not a pair
+    args = ["train", str(bad), "--model", tiny_bert, "--output", str(run), "--batch-size", "2", "--max-steps", "1", "--no-progress", "--overwrite"]
+    failed = runner.invoke(app, args)
+    assert failed.exit_code == 1
+    previous = tmp_path / ".run.sapbert-previous-run"
+    assert (previous / "model" / "model.safetensors").read_bytes() == weights and "kept at" in failed.output
+    assert runner.invoke(app, args).exit_code == 1 and (previous / "model" / "model.safetensors").read_bytes() == weights
+    assert _train(tmp_path, tiny_bert, run, "--overwrite").exit_code == 0  # a finished run: the earlier one goes
+    assert not previous.exists() and (run / "model" / "model.safetensors").is_file()
+    assert not [p for p in tmp_path.iterdir() if "sapbert-tmp" in p.name]

@@ -10,8 +10,10 @@
 """
 from __future__ import annotations
 
+import contextlib
+import os
 from pathlib import Path
-from typing import Callable, List, Optional
+from typing import Callable, Iterator, List, Optional
 
 import typer
 
@@ -29,23 +31,27 @@ def _split(value: Optional[str]) -> Optional[List[str]]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
-def _claim_run_output(output: Path, resume: bool, overwrite: bool) -> None:
-    """Refuse an output folder that is not a run of ours, and --resume with --overwrite (continue, or start again?);
-    with --overwrite clear the earlier run; with --resume remove what a killed write left (RUN_LEFTOVER)."""
-    import os
-
-    from ..errors import SapbertError
-    from ..outputs import check_run_output, clear_run, remove_run_leftovers
+@contextlib.contextmanager
+def _claimed_run_output(output: Path, resume: bool, overwrite: bool) -> Iterator[None]:
+    """Around a training run: refuse an output folder that is not a run of ours, and --resume with --overwrite
+    (continue, or start again?). With --overwrite the earlier run is set aside (outputs.set_aside_run) and deleted
+    only when the new run has finished; with --resume what a killed write left (RUN_LEFTOVER) is removed."""
+    from ..outputs import check_run_output, drop_previous_run, remove_run_leftovers, set_aside_run
 
     if resume and overwrite:
         raise SapbertError("--resume continues the run in the output folder and --overwrite starts it again: pass one of them")
-    if int(os.environ.get("RANK", "0")) != 0:  # under torchrun, rank 0 alone looks at the folder
-        return
-    check_run_output(output, resume, overwrite)
-    if overwrite:
-        clear_run(output)
-    elif resume:
-        remove_run_leftovers(output)
+    main = int(os.environ.get("RANK", "0")) == 0  # under torchrun, rank 0 alone looks at the folder
+    if main:
+        check_run_output(output, resume, overwrite)
+        if overwrite:
+            previous = set_aside_run(output)
+            if previous is not None:
+                typer.echo(f"the earlier run in {output} is kept at {previous} until this one finishes", err=True)
+        elif resume:
+            remove_run_leftovers(output)
+    yield
+    if main:
+        drop_previous_run(output)
 
 
 def extract_command(
@@ -199,13 +205,11 @@ def run_train(config, resume: bool, overwrite: bool) -> None:
 
     Run under torchrun for several processes: torchrun --nproc_per_node N -m spacy_sapbert train ...
     """
-    import os
-
     from .trainer import train
 
     _declared_pooling(config)
-    _claim_run_output(Path(config.output), resume, overwrite)
-    model_dir = train(config, resume=resume)
+    with _claimed_run_output(Path(config.output), resume, overwrite):
+        model_dir = train(config, resume=resume)
     if int(os.environ.get("RANK", "0")) == 0:
         typer.echo(f"model written to {model_dir}", err=True)
 
@@ -215,8 +219,8 @@ def run_train_dhns(config, resume: bool, overwrite: bool) -> None:
     from .dhns import train_dhns
 
     _declared_pooling(config)
-    _claim_run_output(Path(config.output), resume, overwrite)
-    model_dir = train_dhns(config, resume=resume)
+    with _claimed_run_output(Path(config.output), resume, overwrite):
+        model_dir = train_dhns(config, resume=resume)
     typer.echo(f"model written to {model_dir}", err=True)
 
 
@@ -224,8 +228,8 @@ def run_train_reranker(config, resume: bool, overwrite: bool) -> None:
     """Train a cross-encoder re-ranker on the candidates of a saved pipeline's linker for annotated mentions."""
     from .reranker import train_reranker
 
-    _claim_run_output(Path(config.output), resume, overwrite)
-    model_dir = train_reranker(config, resume=resume)
+    with _claimed_run_output(Path(config.output), resume, overwrite):
+        model_dir = train_reranker(config, resume=resume)
     typer.echo(f"re-ranker written to {model_dir}; add it with: add-reranker PIPELINE {model_dir} --output OUT", err=True)
 
 
@@ -234,8 +238,8 @@ def run_train_kge(config, resume: bool, overwrite: bool) -> None:
     `train --loss ms-v3 --kge OUTPUT/model`."""
     from .kge import train_kge
 
-    _claim_run_output(Path(config.output), resume, overwrite)
-    model_dir = train_kge(config, resume=resume)
+    with _claimed_run_output(Path(config.output), resume, overwrite):
+        model_dir = train_kge(config, resume=resume)
     typer.echo(f"knowledge-graph embedding written to {model_dir}", err=True)
 
 
