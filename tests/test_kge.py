@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from pathlib import Path
 
 import numpy
 import pytest
@@ -236,3 +237,33 @@ def test_an_earlier_checkpoint_is_refused_without_resume_and_kept(kge_model):
     with pytest.raises(SapbertError, match=r"kge.pt: cannot resume with another dim \(8 -> 16\)"):  # not PyKEEN's shape error
         train_kge(dataclasses.replace(config, dim=16), resume=True)
     assert checkpoint.stat().st_mtime_ns == before and (kge_model / "kge_config.json").read_text() == recorded
+
+
+def test_a_checkpoint_is_replaced_whole_and_a_damaged_one_is_named(kge_model, tmp_path, monkeypatch):
+    """PyKEEN wrote kge.pt in place: a kill while saving left a truncated file, the run's only checkpoint, and the
+    resume failed with torch's zip-reader error. The save now goes through a temporary file."""
+    import shutil
+
+    import pykeen.training.training_loop as pykeen_loop
+
+    from spacy_sapbert.training.kge import KgeConfig, train_kge
+
+    run = tmp_path / "run"
+    shutil.copytree(kge_model, run)
+    checkpoint = run / "checkpoints" / "kge.pt"
+    before = checkpoint.read_bytes()
+    config = KgeConfig(output=str(run), vocab=[str(kge_model.parent / "hp.obo")], dim=8, epochs=4, batch_size=8,
+                       device="cpu", progress=False)
+
+    def killed_while_saving(obj, path, **kwargs):
+        Path(path).write_bytes(b"PK\x03\x04 half a zip")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pykeen_loop.torch, "save", killed_while_saving)
+    with pytest.raises(KeyboardInterrupt):
+        train_kge(config, resume=True)
+    monkeypatch.undo()
+    assert checkpoint.read_bytes() == before and sorted(p.name for p in checkpoint.parent.iterdir()) == ["kge.pt"]
+    checkpoint.write_bytes(before[: len(before) // 2])
+    with pytest.raises(SapbertError, match=r"kge.pt: not a readable checkpoint .*start the run again with --overwrite"):
+        train_kge(config, resume=True)

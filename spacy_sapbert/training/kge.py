@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import pickle
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Sequence, Tuple
@@ -85,6 +87,30 @@ def collect_triples(vocab: Sequence[str], mrrel: Sequence[str] = ()) -> List[Tri
     return distinct(triples)
 
 
+def safe_checkpoints(loop_class):
+    """A subclass of a PyKEEN training loop class whose checkpoint is written to a temporary file and renamed into
+    place (PyKEEN writes it in place: a kill while saving left a truncated kge.pt, the run's only checkpoint), and
+    whose damaged checkpoint is a SapbertError naming the file, not torch's zip-reader error."""
+    from ..io import atomic_write
+
+    class SafeCheckpoints(loop_class):
+        def _save_state(self, path, *args, **kwargs):
+            if not isinstance(path, (str, os.PathLike)):  # a buffer: nothing to replace
+                return super()._save_state(path, *args, **kwargs)
+            atomic_write(Path(path), lambda tmp: super(SafeCheckpoints, self)._save_state(tmp, *args, **kwargs))
+
+        def _load_state(self, path, *args, **kwargs):
+            try:
+                return super()._load_state(path, *args, **kwargs)
+            except (RuntimeError, EOFError, OSError, pickle.UnpicklingError, KeyError) as err:
+                raise SapbertError(
+                    f"{path}: not a readable checkpoint ({str(err).splitlines()[0] if str(err) else type(err).__name__}); "
+                    "start the run again with --overwrite"
+                ) from err
+
+    return SafeCheckpoints
+
+
 def train_kge(config: KgeConfig, resume: bool = False) -> Path:
     """Train the embedding; the path of output/model. resume=True continues from PyKEEN's checkpoint; without
     it an existing checkpoint is refused (never deleted: `train-kge --overwrite` clears a run of ours)."""
@@ -115,7 +141,7 @@ def train_kge(config: KgeConfig, resume: bool = False) -> Path:
     model_class = getattr(models, config.model)  # TransE or RotatE (validated)
     device = resolve_device(config.device)
     model = model_class(triples_factory=factory, embedding_dim=config.dim, random_seed=config.seed).to(device)
-    loop = training.SLCWATrainingLoop(
+    loop = safe_checkpoints(training.SLCWATrainingLoop)(
         model=model, triples_factory=factory, optimizer="Adam", optimizer_kwargs={"lr": config.lr},
         negative_sampler_kwargs={"num_negs_per_pos": config.negatives},
     )
