@@ -182,7 +182,7 @@ def assemble_command(
     linker_pipeline: Path = typer.Argument(..., help="Saved pipeline with a sapbert_linker (from build-index --label '')."),
     output: Path = typer.Argument(..., help="Folder to write the assembled pipeline to."),
     ner: Optional[str] = typer.Option(None, help="A trained spaCy pipeline (folder or package, e.g. the project's `ner` step) whose ner finds the mentions."),
-    matcher_vocab: List[Path] = typer.Option([], help="Vocabulary file(s) whose names a dictionary matcher finds (after --ner, it adds only matches the NER left free); neither: keep the pipeline's own mention detection."),
+    matcher_vocab: List[Path] = typer.Option([], help="Vocabulary file(s) whose names a dictionary matcher finds (after --ner, it adds only matches the NER left free); neither: keep the pipeline's own mention detection. --ner goes before a matcher the pipeline has already (build-index --label)."),
     vocab_format: str = typer.Option("auto", help="Format of --matcher-vocab files."),
     mesh_trees: List[str] = typer.Option([], help="Keep only MeSH descriptors under these tree letters."),
     label: str = typer.Option("ENTITY", help="Entity label the dictionary matcher assigns."),
@@ -200,8 +200,8 @@ def assemble_command(
     check_pipeline_output(output, overwrite)
     nlp = spacy.load(linker_pipeline)
     first_linker = require_linkers(nlp)[0][0]
-    if ner:
-        add_trained_ner(nlp, ner, before=first_linker)
+    if ner:  # before a dictionary matcher build-index made: the matcher then adds only what the NER left free
+        add_trained_ner(nlp, ner, before="dictionary_matcher" if "dictionary_matcher" in nlp.pipe_names else first_linker)
     if matcher_vocab:
         if "dictionary_matcher" in nlp.pipe_names:
             raise SapbertError(f"{linker_pipeline} has a dictionary_matcher already (build-index adds one unless --label ''); assemble from a linker built with --label ''")

@@ -68,6 +68,22 @@ def test_assemble_puts_the_trained_ner_before_the_linker_self_contained(toy_ner,
         assert [(e.start_char, e.end_char) for e in nlp(text).ents] == [(e.start_char, e.end_char) for e in trained(text).ents]
 
 
+def test_assemble_puts_the_ner_before_the_dictionary_matcher_build_index_made(toy_ner, tmp_path, tiny_bert):
+    """A linker built with --label has a dictionary matcher; the NER went after it, so the matcher's entities won
+    wherever they overlapped. Now the NER comes first and the matcher adds only what the NER left free."""
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("D1||Heart failure|cardiac failure|failure\nD2||Liver cancer|hepatoma\nD3||Fever|pyrexia\n", encoding="utf8")
+    result = runner.invoke(app, ["build-index", str(vocab), str(tmp_path / "linker"), "--model", tiny_bert, "--label", "DISEASE"])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["assemble", str(tmp_path / "linker"), str(tmp_path / "pipe"), "--ner", str(toy_ner)])
+    assert result.exit_code == 0, result.output
+    nlp = spacy.load(tmp_path / "pipe")
+    assert nlp.pipe_names == ["ner", "dictionary_matcher", "sapbert_abbreviations", "sapbert_linker"]
+    doc = nlp("She was treated for cardiac failure. The pyrexia was seen.")
+    assert [(e.text, e.label_) for e in doc.ents][:1] == [("cardiac failure", "Disease")]  # the NER's, not the matcher's
+    assert ("pyrexia", "DISEASE") in [(e.text, e.label_) for e in doc.ents]  # the matcher adds what the NER missed
+
+
 def test_reassembling_moves_an_earlier_detector_after_the_ner_with_short_forms(toy_ner, linker_only, tmp_path):
     # a pipeline assembled before short forms were labelled: the detector in front, label_short_forms off
     old = spacy.load(linker_only)
