@@ -318,3 +318,12 @@ def test_linkers_whose_labels_overlap_are_refused_naming_the_shared_labels(tiny_
         require_linkers(nlp)
     nlp.get_pipe("disease_linker").labels = ["Disease"]
     assert [name for name, _ in require_linkers(nlp)] == ["disease_linker", "chemical_linker"]
+
+
+def test_link_jsonl_keeps_each_id_as_the_input_has_it(built_pipeline, tmp_path):
+    corpus = tmp_path / "docs.jsonl"
+    corpus.write_text('{"id": 2, "text": "nephropathy"}\n{"id": "2", "text": "hepatoma"}\n{"text": "no id"}\n', encoding="utf8")
+    result = runner.invoke(app, ["link", "--pipeline", str(built_pipeline), "--file", str(corpus), "--format", "jsonl"])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert [row.get("id") for row in rows] == [2, "2", None]  # an integer stays one; a record without id gets none

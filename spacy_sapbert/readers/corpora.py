@@ -32,7 +32,7 @@ import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, List, Optional, Tuple, Union
 
 from ..errors import SapbertError
 from . import LinePolicy, MalformedLine, PathLike, VocabularyWarning, check_file, detect_corpus_format, numbered_lines
@@ -368,8 +368,9 @@ def read_xlbel(path: PathLike, strict: bool = True) -> Iterator[Query]:
     return _read_records(path, strict, parse, with_line_no=True)
 
 
-def parse_jsonl_document(line: str) -> Optional[Tuple[Optional[str], str]]:
-    """(id or None, text) of one JSON-lines record; None for a blank line."""
+def parse_jsonl_document(line: str) -> Optional[Tuple[Union[str, int, None], str]]:
+    """(id or None, text) of one JSON-lines record, the id as the record has it (a string or an integer); None for a
+    blank line."""
     if not line.strip():
         return None
     try:
@@ -381,10 +382,10 @@ def parse_jsonl_document(line: str) -> Optional[Tuple[Optional[str], str]]:
     doc_id = record.get("id")
     if doc_id is not None and (isinstance(doc_id, bool) or not isinstance(doc_id, (str, int))):
         raise MalformedLine('"id" must be a string or an integer')
-    return (None if doc_id is None else str(doc_id)), record["text"]
+    return doc_id, record["text"]
 
 
-def read_jsonl_documents(path: PathLike, strict: bool = True) -> Iterator[Tuple[Optional[str], str]]:
+def read_jsonl_documents(path: PathLike, strict: bool = True) -> Iterator[Tuple[Union[str, int, None], str]]:
     """(id or None, text) of each record of a JSON-lines file, in file order."""
     return _read_records(check_file(path), strict, parse_jsonl_document)
 
