@@ -19,6 +19,7 @@ from .columns import HashLookup, StringColumn, arrays_from_msg, arrays_to_msg, l
 from .io import atomic_write, atomic_write_text, save_npy
 from .kb import Concept, ConceptTable, KnowledgeBase
 from .normalizer import Normalizer
+from .preprocess import bare_mesh_id
 
 # 2: meta.json records the encoder fingerprint, pooling, max_length and the vocabulary hash.
 # 3: and the Normalizer (lowercase, remove_punctuation, spelling corrections) that made the names.
@@ -356,8 +357,10 @@ class ConceptIndex:
         )
 
     def concept(self, concept_id: str) -> Optional[Concept]:
-        """The concept with this primary or alternative id, or None."""
-        return self.concepts.get(concept_id)
+        """The concept with this primary or alternative id ("MESH:D003920" is D003920, as the readers name it), or None."""
+        concept = self.concepts.get(concept_id)
+        bare = bare_mesh_id(concept_id)
+        return self.concepts.get(bare) if concept is None and bare != concept_id else concept
 
     def add_names(self, names_by_id: Iterable[Tuple[str, str]], encode, *, new_concepts: bool = False) -> int:
         """Add extra names to existing concepts (e.g. training mentions); returns how many pairs were new.

@@ -63,12 +63,13 @@ def gold_ids(gold: str) -> Set[str]:
     >>> sorted(gold_ids("MESH:C535662|-1"))
     ['C535662']
     """
-    parts = {_bare_mesh(part.strip()) for part in _ID_SEPARATORS.split(gold) if part.strip()}
+    parts = {bare_mesh_id(part.strip()) for part in _ID_SEPARATORS.split(gold) if part.strip()}
     concepts = {part for part in parts if part not in CUILESS}
     return concepts or parts
 
 
-def _bare_mesh(gold_id: str) -> str:
+def bare_mesh_id(gold_id: str) -> str:
+    """An id without its "MESH:" prefix (MEDIC and PubTator write one; the readers name MeSH concepts without it)."""
     return gold_id[5:] if gold_id[:5].upper() == "MESH:" else gold_id
 
 

@@ -564,3 +564,11 @@ def test_a_config_pooling_other_than_the_model_declares_warns_naming_the_key(tin
             warnings.simplefilter("error", ConfigWarning)
             nlp.add_pipe("sapbert_linker", config={"model": model, "device": "cpu", "pooling": pooling}).initialize(
                 lambda: [], nlp=nlp, vocabulary=toy_concepts)
+
+
+def test_a_mesh_id_with_its_prefix_finds_its_concept(linker_nlp):
+    """MEDIC and PubTator write "MESH:D001"; the readers name the concept D001 (as the scorer and add_mentions read it)."""
+    linker = linker_nlp.get_pipe("sapbert_linker")
+    assert linker.concept("MESH:D001").id == linker.concept("mesh:D001").id == "D001"
+    assert linker.known_primary_id("MESH:D004") == "OMIM:100"  # an alternative id, prefixed
+    assert linker.concept("MESH:D999") is None and linker.concept("OMIM:100").id == "OMIM:100"
