@@ -300,7 +300,7 @@ def train_ner_command(
         try:
             train(config, folder, overrides=overrides)
         except SystemExit as err:
-            if err.code != 1:  # not spaCy's error exit (e.g. SIGTERM, exit_on_sigterm): pass it on
+            if err.code != 1:  # not spaCy's error exit (e.g. SIGTERM, exit_on_signals): pass it on
                 raise
             raise SapbertError(f"spacy train failed on {config} (its message is above); nothing was written to {output}") from err
         if not (folder / "model-best" / "config.cfg").is_file():
@@ -813,18 +813,30 @@ from .training.commands import register as _register_training  # noqa: E402
 _register_training(app)
 
 
-def exit_on_sigterm() -> None:
-    """Turn SIGTERM (`kill`, a scheduler's time limit) into SystemExit, so a command cleans up as on Ctrl-C:
-    the temporary folder of an unfinished output is removed. SIGKILL cannot be caught; what it leaves is
-    a hidden `.NAME.sapbert-tmp-*` sibling, never a half-written OUTPUT."""
+def exit_on_signals() -> None:
+    """Turn Ctrl-C (SIGINT) and SIGTERM (`kill`, a scheduler's time limit) into SystemExit with the shell's status
+    (130, 143) after saying what is kept (INTERRUPTED): the temporary folder of an unfinished output is removed on the
+    way out. SIGKILL cannot be caught; what it leaves is a hidden `.NAME.sapbert-tmp-*` sibling, never a half-written
+    OUTPUT."""
     import signal
 
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    def stop(signum, frame) -> None:
+        typer.echo(INTERRUPTED, err=True)
+        sys.exit(128 + signum)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, stop)
+
+
+INTERRUPTED = (
+    "interrupted: no output was left half-written; a trainer continues from its last checkpoint with --resume, and "
+    "build-index (or evaluate --cache-dir) run again the same way encodes only the chunks it had not finished"
+)
 
 
 def main() -> None:
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # per-file loading bars would drown the command's own output
-    exit_on_sigterm()
+    exit_on_signals()
     app()

@@ -327,3 +327,24 @@ def test_link_jsonl_keeps_each_id_as_the_input_has_it(built_pipeline, tmp_path):
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     assert [row.get("id") for row in rows] == [2, "2", None]  # an integer stays one; a record without id gets none
+
+
+@pytest.mark.parametrize("signal_name, status", [("SIGINT", 130), ("SIGTERM", 143)])
+def test_ctrl_c_and_sigterm_say_what_is_kept_and_exit_with_the_shells_status(signal_name, status, tmp_path):
+    """A command stopped by Ctrl-C exited 130 without a word; it now says what was kept and how to go on, and cleans up
+    (finally blocks run) as on SIGTERM."""
+    import subprocess
+    import sys
+
+    script = (
+        "import os, signal, time\n"
+        "from spacy_sapbert.cli import exit_on_signals\n"
+        "exit_on_signals()\n"
+        "try:\n"
+        f"    os.kill(os.getpid(), signal.{signal_name}); time.sleep(30)\n"
+        "finally:\n"
+        f"    open({str(tmp_path / 'cleaned')!r}, 'w').close()\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == status and (tmp_path / "cleaned").exists()
+    assert result.stderr.strip().startswith("interrupted: no output was left half-written; a trainer continues") and "--resume" in result.stderr
