@@ -509,7 +509,10 @@ def demo_command(
     typer.echo(f"{text}\n\nMentions found by {finder}:")
     for row in doc_to_json(nlp(text), [proc for _, proc in require_linkers(nlp)])["ents"]:
         _echo_link(row["text"], row["kb_id"], row["name"], row["score"])
-    typer.echo("\nFree-form mentions linked by the encoder:")
+    typer.echo("\nFree-form mentions linked by the encoder alone:")
+    if pipeline is None:
+        typer.echo("  (lay terms, read by the offline default's general-purpose MiniLM, not trained on biomedical names: "
+                   "some of these links are wrong; pass a SapBERT-trained pipeline with --pipeline)")
     for text_, hits in zip(mention, linker.search_texts(mention)):
         best = hits[0] if hits else (None, None)
         concept = linker.concept(best[0]) if best[0] else None

@@ -168,6 +168,7 @@ def test_demo_and_add_memory_need_component_when_a_pipeline_has_two_linkers(two_
     result = runner.invoke(app, ["demo", "--pipeline", str(two_linker_pipeline), "--mention", "advil", "--component", "chemical_linker"])
     assert result.exit_code == 0, result.output
     assert "'advil'" in result.output and "C2" in result.output.split("Free-form")[1]
+    assert "general-purpose MiniLM" not in result.output  # the offline default's caveat, not said of the user's pipeline
     searched = []
     monkeypatch.setattr(SapbertLinker, "search_texts", lambda self, texts, *a, **k: searched.extend(texts) or [[] for _ in texts])
     runner.invoke(app, ["demo", "--pipeline", str(two_linker_pipeline), "--mention", "Advil", "--component", "chemical_linker"])
