@@ -496,7 +496,9 @@ def test_detect_corpus_format_refuses_vocabularies(parts, seen):
         detect_corpus_format(path)
     message = str(info.value)
     assert "\n" not in message and str(path) in message and seen in message
-    assert message.endswith("pass it with --corpus-format, one of: pubtator, biosyn, xlbel")
+    option = "--corpus-format, one of: pubtator, biosyn, xlbel"
+    recognized = seen not in ("no line fits", "it is JSON")  # another kind of file: the file is the likely mistake
+    assert message.endswith(f"give a corpus file here (if it is one after all, pass {option})" if recognized else f"pass it with {option}")
 
 
 def test_corpus_readers_latin1_names_file_and_line(tmp_path):

@@ -176,8 +176,15 @@ def _vote(shapes: List[Optional[str]], lines: List[Tuple[int, str]], name_guess:
     return winners[0], seen
 
 
-def _refuse(path: Path, what: str, formats: Sequence[str]) -> FormatDetectionError:
+def _refuse(path: Path, what: str, formats: Sequence[str], other_kind: bool = False) -> FormatDetectionError:
+    """The error for a file whose format was not told; `other_kind`: it was recognized as another kind of file (a
+    corpus given as a vocabulary), so the likely mistake is the file, not a missing --format."""
     option = "--corpus-format" if formats == CORPUS_FORMATS else "--format (--vocab-format)"
+    if other_kind:
+        wanted = "corpus" if formats == CORPUS_FORMATS else "vocabulary"
+        return FormatDetectionError(
+            str(path), None, f"{what}: give a {wanted} file here (if it is one after all, pass {option}, one of: {', '.join(formats)})"
+        )
     return FormatDetectionError(
         str(path), None, f"cannot tell the format: {what}; pass it with {option}, one of: {', '.join(formats)}"
     )
@@ -239,7 +246,7 @@ def detect_format(path: PathLike) -> str:
     if winner == "dictionary" and "medic" in shapes:
         return "medic"
     if winner in _NOT_A_VOCABULARY:
-        raise _refuse(path, f"it looks like {_NOT_A_VOCABULARY[winner]} ({seen})", VOCABULARY_FORMATS)
+        raise _refuse(path, f"it looks like {_NOT_A_VOCABULARY[winner]} ({seen})", VOCABULARY_FORMATS, other_kind=True)
     return winner
 
 
@@ -263,5 +270,5 @@ def detect_corpus_format(path: PathLike) -> str:
     if winner is None:
         raise _refuse(path, seen, CORPUS_FORMATS)
     if winner not in CORPUS_FORMATS:
-        raise _refuse(path, f"it looks like {_NOT_A_CORPUS.get(winner, winner)}, not a corpus ({seen})", CORPUS_FORMATS)
+        raise _refuse(path, f"it looks like {_NOT_A_CORPUS.get(winner, winner)}, not a corpus ({seen})", CORPUS_FORMATS, other_kind=True)
     return winner
