@@ -793,9 +793,11 @@ def test_obo_empty_values_nameless_terms_and_broken_headers(tmp_path):
     for broken, problem in [("[Term]\nid: X:3\n", "line 1: \\[Term\\] X:3 without a 'name'"),
                             ("[Term\nid: X:4\nname: four\n", "line 1: stanza header without"),
                             ("[Term]\nid:\nname: x\n", "line 2: empty 'id'"),
-                            ("[Term]\nid: X:1\nname: x\nis_obsolete: maybe\n", "line 4: is_obsolete must be")]:
-        with pytest.raises(VocabularyFormatError, match=problem):
+                            ("[Term]\nid: X:1\nname: x\nis_obsolete: maybe\n", "line 4: is_obsolete must be"),
+                            ('[\n  {"id": "X:1"}\n]\n', "line 1: stanza header without '\\]'; a JSON file \\(OBO graphs\\) is read with --format obo-json")]:
+        with pytest.raises(VocabularyFormatError, match=problem) as info:
             list(read_obo(write(tmp_path, "b.obo", broken)))
+        assert "skipped" not in str(info.value)  # strict: nothing was skipped, the read stopped
 
 
 def test_mesh_field_counts_and_unbalanced_quotes(tmp_path):

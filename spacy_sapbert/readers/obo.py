@@ -199,7 +199,8 @@ def _read_obo(path: PathLike, include_obsolete: bool, strict: bool) -> Iterator[
             in_header = False
             term = None
             if not line.endswith("]"):
-                policy.reject(line_no, "stanza header without ']' (the stanza is skipped)", raw)
+                json_hint = "; a JSON file (OBO graphs) is read with --format obo-json" if line in ("[", "[{") or line.startswith('[{"') else ""
+                policy.reject(line_no, f"stanza header without ']'{json_hint}", raw)
                 continue
             term = _Term(line_no) if line == "[Term]" else None
             continue
