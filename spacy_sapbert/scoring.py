@@ -7,6 +7,7 @@ concept ("-1", "NIL", empty) is a negative: a link on it is a false positive.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from spacy.scorer import Scorer
@@ -14,6 +15,7 @@ from spacy.tokens import Doc, Span
 from spacy.training import Example
 from spacy.util import registry
 
+from .errors import ConfigWarning
 from .preprocess import gold_ids, is_cuiless
 
 NIL = ""  # the kb id of an entity without link, in spaCy's Span.kb_id_
@@ -76,7 +78,15 @@ def score_sapbert_links(
     """`Scorer.score_links` (nel_micro_p/r/f, nel_macro_*, nel_f_per_type) on the gold entities of `labels`
     (all when empty), with predicted and gold ids resolved through `primary_id`."""
     resolve = primary_id or keep_id
+    examples = list(examples)
     resolved: List[Example] = [resolve_example(eg, resolve, labels) for eg in examples]
+    gold = sum(len(eg.reference.ents) for eg in resolved)
+    if gold and not any(eg.predicted.ents for eg in examples):
+        warnings.warn(
+            f"no predicted entity in {len(examples)} document(s) with {gold} gold entities to link: the pipeline finds no "
+            "mentions (add a NER or a dictionary matcher: assemble, or build-index --label), so every link score is 0",
+            ConfigWarning, stacklevel=2,
+        )
     return Scorer.score_links(resolved, negative_labels=NEGATIVE_LABELS)
 
 

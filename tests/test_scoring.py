@@ -92,3 +92,14 @@ def test_spacy_evaluate_scores_a_saved_pipeline(scored_pipeline, tmp_path):
     for key, value in EXPECTED.items():
         assert metrics[key] == pytest.approx(value), key
     assert metrics["nel_f_per_type"]["DISEASE"]["r"] == pytest.approx(3 / 4)  # (spacy evaluate prints no NEL table; the JSON has it)
+
+
+def test_a_pipeline_that_finds_no_mentions_warns_instead_of_scoring_zero_silently(tiny_bert, one_thread):
+    """The README's quick-start linker has no mention detection: spacy evaluate ran it on the corpus text and
+    reported link scores of 0 without a word."""
+    from spacy_sapbert.errors import ConfigWarning
+
+    nlp = build_pipeline(CONCEPTS, tiny_bert, label="")  # no dictionary matcher
+    examples = [Example(nlp.make_doc(doc.text), doc) for doc in gold_docs(nlp)]
+    with pytest.warns(ConfigWarning, match=r"no predicted entity in 3 document\(s\) with 5 gold entities .* finds no mentions"):
+        assert nlp.evaluate(examples)["nel_micro_f"] == 0.0
