@@ -147,10 +147,20 @@ def test_resumed_dhns_run_ends_with_the_same_weights(tiny_task, tiny_bert, one_t
 
     straight = train_dhns(config_for(tiny_task, tiny_bert, tiny_task / "straight"))
     train_dhns(config_for(tiny_task, tiny_bert, tiny_task / "stopped", epochs=1))  # as if stopped after epoch 1
+    log = tiny_task / "stopped" / "train_log.jsonl"
+    step = json.loads(log.read_text().splitlines()[-1])["step"]
+    with open(log, "a") as handle:  # epoch 2's mining was logged after the checkpoint, then the run was killed
+        handle.write(json.dumps({"step": step, "epoch": 1, "mined": 999}) + "\n")
     resumed = train_dhns(config_for(tiny_task, tiny_bert, tiny_task / "stopped"), resume=True)
     first, second = load_pretrained(str(straight))[1], load_pretrained(str(resumed))[1]
     for (name, a), (_, b) in zip(first.state_dict().items(), second.state_dict().items()):
         assert torch.equal(a, b), name
+
+    def logged(run):  # the log without its clock readings
+        entries = [json.loads(line) for line in (tiny_task / run / "train_log.jsonl").read_text().splitlines()]
+        return [{k: v for k, v in entry.items() if k not in ("elapsed", "mentions_per_s")} for entry in entries]
+
+    assert logged("stopped") == logged("straight")  # each line once, as an uninterrupted run logs it
 
 
 def test_a_resume_with_other_settings_warns_or_refuses_naming_them(tiny_task, tiny_bert, one_thread):

@@ -227,10 +227,18 @@ def read_log(path: Path) -> List[Dict[str, Any]]:
     return entries
 
 
-def restart_log(path: Path, last_step: Optional[int]) -> None:
-    """Start a run's log: keep the entries up to `last_step` (a resumed run) or none (None: a fresh run)."""
-    kept = [e for e in read_log(path) if e.get("step", 0) <= last_step] if last_step is not None else []
+def restart_log(path: Path, last_step: Optional[int], entries: Optional[int] = None) -> int:
+    """Start a run's log: keep what was logged before the checkpoint a run resumes from (its first `entries` entries,
+    as the checkpoint counted them; a checkpoint that did not count them: the entries up to `last_step`), or nothing
+    (`last_step` None: a fresh run). The number of entries kept."""
+    if last_step is None:
+        kept: List[Dict[str, Any]] = []
+    elif entries is not None:
+        kept = read_log(path)[:entries]
+    else:
+        kept = [e for e in read_log(path) if e.get("step", 0) <= last_step]
     atomic_write_text(path, "".join(json.dumps(e) + "\n" for e in kept))
+    return len(kept)
 
 
 def append_log(path: Path, entry: Dict[str, Any]) -> None:

@@ -263,6 +263,7 @@ class TrainingRun:
         self.checkpoint: Optional[Path] = None
         self.state: Dict[str, Any] = {}
         self.inputs: Dict[str, Any] = {}  # digests of what the run reads (TrainingRun.start)
+        self.log_entries = 0  # lines in train_log.jsonl, saved with a checkpoint: a resume keeps those
         self.tokenizer = self.model = self.net = self.optimizer = self.scheduler = None
         self.precision = MixedPrecision(device, config.amp, config.cpu_bf16)
         self.started = time.perf_counter()
@@ -309,7 +310,9 @@ class TrainingRun:
         if run.ctx.main:
             run.output.mkdir(parents=True, exist_ok=True)
             atomic_write_text(run.output / config_file, json.dumps(dataclasses.asdict(config), indent=2) + "\n")
-            restart_log(run.log_path, run.state.get("step", 0) if run.checkpoint is not None else None)
+            run.log_entries = restart_log(
+                run.log_path, run.state.get("step", 0) if run.checkpoint is not None else None, run.state.get("log_entries")
+            )
         run.started = time.perf_counter()
         return run
 
@@ -401,6 +404,7 @@ class TrainingRun:
         """Append one line to train_log.jsonl (rank 0)."""
         if self.ctx.main:
             append_log(self.log_path, entry)
+            self.log_entries += 1
 
     def mean_over_ranks(self, value: float) -> float:
         if self.ctx.world_size == 1:
@@ -423,7 +427,8 @@ class TrainingRun:
             states = gathered
         if self.ctx.main:
             record = dict(
-                record, elapsed=self.elapsed(), world_size=self.ctx.world_size, config=dataclasses.asdict(self.config), inputs=self.inputs
+                record, elapsed=self.elapsed(), world_size=self.ctx.world_size, config=dataclasses.asdict(self.config), inputs=self.inputs,
+                log_entries=self.log_entries,
             )
 
             def fill(folder: Path) -> None:

@@ -226,7 +226,8 @@ def train_reranker(config: RerankerConfig, resume: bool = False) -> Path:
         progress=lambda state: (state.get("epoch", 0), config.epochs, "epochs"),
     )
     run.trained_on = trained_on
-    run.log({"step": run.state.get("step", 0), "mentions": len(mentions), **counts})
+    if run.checkpoint is None:  # a resumed run logged its mining already
+        run.log({"step": 0, "mentions": len(mentions), **counts})
     step = run.state.get("step", 0)
     for epoch in range(run.state.get("epoch", 0), config.epochs):
         generator = torch.Generator().manual_seed(config.seed * 1_000_003 + epoch)
