@@ -821,10 +821,14 @@ def exit_on_signals() -> None:
     (130, 143) after saying what is kept (INTERRUPTED): the temporary folder of an unfinished output is removed on the
     way out. SIGKILL cannot be caught; what it leaves is a hidden `.NAME.sapbert-tmp-*` sibling, never a half-written
     OUTPUT."""
+    import os
     import signal
 
+    main_process = os.getpid()
+
     def stop(signum, frame) -> None:
-        typer.echo(INTERRUPTED, err=True)
+        if os.getpid() == main_process:  # not once more from each worker nlp.pipe(n_process=N) forked
+            typer.echo(INTERRUPTED, err=True)
         sys.exit(128 + signum)
 
     for signum in (signal.SIGINT, signal.SIGTERM):

@@ -33,6 +33,8 @@ RUN_FILES = {"model", "checkpoints", "train_log.jsonl", "loss.png", *RUN_CONFIG_
 RUN_LEFTOVER = re.compile(
     r"^(\.model\.tmp-\w+|model\.old|\.(" + "|".join(re.escape(name) for name in ("train_log.jsonl", "loss.png", *RUN_CONFIG_FILES)) + r")\.\w+\.tmp)$"
 )
+# a checkpoint being written, inside checkpoints/ (last.old is a checkpoint: find_checkpoint reads it)
+CHECKPOINT_LEFTOVER = re.compile(r"^\.last\.tmp-\w+$")
 # What `train-ner` writes: spacy train's two models and its own record, which marks the folder as ours.
 TRAIN_NER_RECORD = "train_ner.json"
 SPACY_TRAIN_FILES = {"model-best", "model-last", TRAIN_NER_RECORD}
@@ -162,7 +164,6 @@ def check_run_output(output: Path, resume: bool, overwrite: bool) -> None:
     hint = "" if (resume or overwrite) else "pass --resume to continue it or --overwrite to start again"
     leftovers = {entry.name for entry in output.iterdir() if RUN_LEFTOVER.match(entry.name)} if is_run else set()
     _refuse_foreign(output, "a training run", RUN_FILES | leftovers if is_run else None, hint)
-CHECKPOINT_LEFTOVER = re.compile(r"^\.last\.tmp-\w+$")  # a checkpoint being written (last.old is a checkpoint: find_checkpoint)
 
 
 def remove_run_leftovers(output: Path) -> None:
