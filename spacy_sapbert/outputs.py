@@ -156,21 +156,34 @@ def check_ensemble_output(output: Path, overwrite: bool) -> None:
     _refuse_foreign(output, "a re-ranker ensemble", entries, "" if overwrite else "pass --overwrite to replace it")
 
 
+def run_names(folder: Path) -> Optional[Set[str]]:
+    """The names a trainer's run may hold in `folder` (RUN_FILES and the RUN_LEFTOVER names there), or None when
+    `folder` is not a run of ours: the trainers write their config file before anything else."""
+    folder = Path(folder)
+    if folder.is_symlink() or not folder.is_dir() or not any((folder / name).is_file() for name in RUN_CONFIG_FILES):
+        return None
+    return RUN_FILES | {entry.name for entry in folder.iterdir() if RUN_LEFTOVER.match(entry.name)}
+
+
+def holds_only_a_run(folder: Path) -> bool:
+    """Whether `folder` is a run of ours holding nothing else (what may be removed or replaced whole)."""
+    names = run_names(folder)
+    return names is not None and not _unexpected(Path(folder), names)
+
+
 def check_run_output(output: Path, resume: bool, overwrite: bool) -> None:
     """A trainer's output folder: absent, empty, or an earlier run (continued with --resume or replaced with --overwrite)."""
     output = Path(output)
-    # the trainers write their config file before anything else: a folder without one is not a run of ours
-    is_run = output.is_dir() and any((output / name).is_file() for name in RUN_CONFIG_FILES)
     hint = "" if (resume or overwrite) else "pass --resume to continue it or --overwrite to start again"
-    leftovers = {entry.name for entry in output.iterdir() if RUN_LEFTOVER.match(entry.name)} if is_run else set()
-    _refuse_foreign(output, "a training run", RUN_FILES | leftovers if is_run else None, hint)
+    _refuse_foreign(output, "a training run", run_names(output), hint)
 
 
 def remove_run_leftovers(output: Path) -> None:
     """Remove the temporary files and folders a killed run left in `output` (RUN_LEFTOVER; the model moved aside,
-    model.old, is left for the run's next model write to remove after its replacement is in place)."""
+    model.old, is left for the run's next model write to remove after its replacement is in place). Nothing is
+    removed unless `output` is a run of ours holding nothing else."""
     output = Path(output)
-    if not output.is_dir():
+    if not holds_only_a_run(output):
         return
     checkpoints = output / "checkpoints"
     in_checkpoints = [entry for entry in checkpoints.iterdir() if CHECKPOINT_LEFTOVER.match(entry.name)] if checkpoints.is_dir() else []
@@ -193,32 +206,32 @@ def previous_run_folder(output: Path) -> Path:
 
 
 def set_aside_run(output: Path) -> Optional[Path]:
-    """--overwrite of a training run: move the earlier run's own entries (RUN_FILES) into `previous_run_folder`, so
-    that a new run stopped before it finishes does not cost the earlier one (`drop_previous_run` removes it once the
-    new run has finished). Where that folder exists already (an --overwrite that did not finish), it keeps the last
-    finished run and what is in `output` is that unfinished run's, which is cleared. The folder, or None when there
-    was nothing to keep."""
+    """--overwrite of a training run: rename the earlier run's folder (a run of ours holding nothing else, as
+    check_run_output makes sure) to `previous_run_folder` in one step and start an empty `output`, so that a new run
+    stopped before it finishes does not cost the earlier one (`drop_previous_run` removes it once the new run has
+    finished). Where that folder holds a run already (an --overwrite that did not finish), it keeps the last finished
+    run and what is in `output` is that unfinished run's, which is cleared. The folder, or None when there was nothing
+    to keep. A folder of that name that is not a run set aside is refused, left as it is."""
     output = Path(output)
     previous = previous_run_folder(output)
     check_run_output(output, resume=False, overwrite=True)
-    if previous.exists():
+    if previous.exists() or previous.is_symlink():
+        if not holds_only_a_run(previous):
+            raise OutputExistsError(f"{previous} is not an earlier run that --overwrite set aside; move it, then run again")
         clear_run(output)
         return previous
-    entries = [output / name for name in sorted(RUN_FILES | {"model.old"}) if (output / name).exists()] if output.is_dir() else []
-    remove_run_leftovers(output)
-    if not entries:
+    if not output.is_dir() or not any(output.iterdir()):
         return None
-    tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}{TMP_MARK}", dir=output.parent))
-    for entry in entries:
-        os.replace(entry, tmp / entry.name)
-    os.replace(tmp, previous)
+    os.replace(output, previous)  # the earlier run whole, or (a crash before it) not moved at all
+    output.mkdir()
     return previous
 
 
 def drop_previous_run(output: Path) -> None:
-    """Remove the earlier run `set_aside_run` kept, once a run into `output` has finished."""
+    """Remove the earlier run `set_aside_run` kept, once a run into `output` has finished (only a run of ours holding
+    nothing else: a folder of that name that is anything more stays)."""
     previous = previous_run_folder(output)
-    if previous.is_dir():
+    if holds_only_a_run(previous):
         shutil.rmtree(previous)
 
 

@@ -319,3 +319,18 @@ def test_an_overwrite_that_does_not_finish_keeps_the_earlier_run(tmp_path, tiny_
     assert _train(tmp_path, tiny_bert, run, "--overwrite").exit_code == 0  # a finished run: the earlier one goes
     assert not previous.exists() and (run / "model" / "model.safetensors").is_file()
     assert not [p for p in tmp_path.iterdir() if "sapbert-tmp" in p.name]
+
+
+def test_the_set_aside_folder_is_removed_only_when_it_holds_a_run(tmp_path, tiny_bert, one_thread):
+    """A folder that happens to have the set-aside name but holds a user's files is neither taken for the earlier run
+    nor deleted when a run finishes."""
+    run = tmp_path / "run"
+    assert _train(tmp_path, tiny_bert, run).exit_code == 0
+    previous = tmp_path / ".run.sapbert-previous-run"
+    previous.mkdir()
+    (previous / "mine.txt").write_text("mine", encoding="utf8")
+    refused = _train(tmp_path, tiny_bert, run, "--overwrite")
+    assert refused.exit_code == 1 and "is not an earlier run that --overwrite set aside" in refused.output
+    assert (run / "model" / "model.safetensors").is_file() and (previous / "mine.txt").read_text(encoding="utf8") == "mine"
+    assert _train(tmp_path, tiny_bert, run, "--resume").exit_code == 0  # a finished resume: the folder stays
+    assert (previous / "mine.txt").is_file()
