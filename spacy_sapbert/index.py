@@ -359,8 +359,9 @@ class ConceptIndex:
     def concept(self, concept_id: str) -> Optional[Concept]:
         """The concept with this primary or alternative id ("MESH:D003920" is D003920, as the readers name it), or None."""
         concept = self.concepts.get(concept_id)
-        bare = bare_mesh_id(concept_id)
-        return self.concepts.get(bare) if concept is None and bare != concept_id else concept
+        if concept is None and bare_mesh_id(concept_id) != concept_id:
+            concept = self.concepts.get(bare_mesh_id(concept_id))
+        return concept
 
     def add_names(self, names_by_id: Iterable[Tuple[str, str]], encode, *, new_concepts: bool = False) -> int:
         """Add extra names to existing concepts (e.g. training mentions); returns how many pairs were new.

@@ -315,7 +315,6 @@ class SapbertLinker(Pipe):
         self.rerank_backend = rerank_backend
         self.reranker: Optional[Reranker] = None
         self.context_window = context_window
-        install_extensions()
         self._creation = next(_CREATION_ORDER)
         _LIVE_LINKERS.add(self)
 

@@ -122,6 +122,12 @@ class MinedExample:
 # data ---------------------------------------------------------------------------------------------
 
 
+def no_examples_error(config: DhnsConfig) -> SapbertError:
+    """The error for training corpora none of whose mentions (of the labels) has a gold id in the vocabulary."""
+    labels = f" with the labels {config.labels}" if config.labels else ""
+    return SapbertError(f"no training mention of {config.corpora}{labels} has a gold id in the vocabulary {config.vocab}")
+
+
 def load_examples(config: DhnsConfig) -> Tuple[List[Concept], List[Tuple[Query, str]]]:
     """The preprocessed vocabulary and the distinct (mention, concept id) examples of the corpora: the
     normalized mention string, or with `context_window` the mention in its document (`context_examples`)."""
@@ -147,10 +153,7 @@ def load_examples(config: DhnsConfig) -> Tuple[List[Concept], List[Tuple[Query, 
             if query:
                 examples[query, concept_id] = None
     if not examples:
-        raise SapbertError(
-            f"no training mention of {config.corpora}{f' with the labels {config.labels}' if config.labels else ''} has a gold id "
-            f"in the vocabulary {config.vocab}"
-        )
+        raise no_examples_error(config)
     return concepts, list(examples)
 
 
@@ -175,10 +178,7 @@ def context_examples(config: DhnsConfig, kb) -> List[Tuple[Query, str]]:
                 if concept_id is not None:
                     examples[MentionInContext(document.text, mention.start, mention.end), concept_id] = None
     if not examples:
-        raise SapbertError(
-            f"no training mention of {config.corpora}{f' with the labels {config.labels}' if config.labels else ''} has a gold id "
-            f"in the vocabulary {config.vocab}"
-        )
+        raise no_examples_error(config)
     return list(examples)
 
 

@@ -13,6 +13,7 @@ pair); pairs are then decoded from a memory map on demand.
 """
 from __future__ import annotations
 
+import hashlib
 import mmap
 import random
 from array import array
@@ -199,14 +200,17 @@ class PairsFile:
         offsets = array("q")
         ends = array("q")
         position = 0
+        digest = hashlib.sha256()
         with open(self.path, "rb") as handle:
             for line_no, raw in enumerate(handle, 1):
+                digest.update(raw)
                 if _decode_pair(self.path, line_no, raw) is not None:
                     offsets.append(position)
                     ends.append(position + len(raw))
                 position += len(raw)
         if not offsets:
             raise VocabularyFormatError(str(self.path), None, "no pairs in the file (expected ID||name1||name2 lines)")
+        self.digest = digest.hexdigest()[:16]  # of the file's bytes, as loop.file_digest: read once, here
         self._starts = numpy.frombuffer(offsets, dtype="int64")
         self._ends = numpy.frombuffer(ends, dtype="int64")
         self._handle = open(self.path, "rb")

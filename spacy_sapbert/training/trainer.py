@@ -61,7 +61,7 @@ from ..encoder import POOLINGS, embed_padded, padded_chunks, resolve_device
 from ..errors import SapbertError
 from ..extras import require
 from .checkpoints import CPU_BF16_HELP, find_checkpoint, plot_loss, require_at_least_one
-from .loop import Distributed, TrainingRun, TrainingWarning, distributed, file_digest
+from .loop import Distributed, TrainingRun, TrainingWarning, distributed
 from .options import setting
 from .losses import LOSSES, MINER_DISTANCES, make_loss, make_miner, sap_loss
 from .pairs import PairsFile, read_pairs
@@ -307,7 +307,7 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: Distrib
         total_steps = config.epochs * steps_per_epoch
         if config.max_steps is not None:
             total_steps = min(total_steps, config.max_steps)
-        inputs = {"pairs": file_digest(config.pairs)}
+        inputs = {"pairs": pairs.digest}
         run = TrainingRun.start(
             config, config_file=CONFIG_FILE, resume=resume, device=device, ctx=ctx, warmup_steps=config.warmup_steps,
             trajectory_keys=TRAJECTORY_KEYS, fixed_keys=FIXED_KEYS, inputs=inputs,
