@@ -10,19 +10,23 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import json
 import os
 import re
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Callable, Dict, Iterable, Optional, Sequence, Set
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set
 
 from .errors import SapbertError
 from .io import give_default_mode
 
 TMP_MARK = ".sapbert-tmp-"
+# The files a folder written whole (write_new_dir, checkpoints.write_dir) held when it was finished, kept in it: what
+# --overwrite or --resume may replace there. A file it does not list was put in later, by someone else, and is kept.
+WRITTEN_RECORD = ".sapbert-written.json"
 # What spaCy's Language.to_disk writes besides one folder per component.
-PIPELINE_FILES = {"config.cfg", "meta.json", "tokenizer", "vocab"}
+PIPELINE_FILES = {"config.cfg", "meta.json", "tokenizer", "vocab", WRITTEN_RECORD}
 # What SapbertLinker.to_disk writes into its component's folder.
 LINKER_PARTS = {"cfg", "encoder", "index", "memory", "reranker"}
 # What the trainers write into their output folder.
@@ -35,9 +39,14 @@ RUN_LEFTOVER = re.compile(
 )
 # a checkpoint being written, inside checkpoints/ (last.old is a checkpoint: find_checkpoint reads it)
 CHECKPOINT_LEFTOVER = re.compile(r"^\.last\.tmp-\w+$")
+# What checkpoints/ holds: the trainers' checkpoint folders, or train-kge's PyKEEN checkpoint (kge.pt, and the file
+# PyKEEN saves when training fails), each possibly with io.atomic_write's temporary file beside it
+CHECKPOINT_ENTRY = re.compile(r"^(last|last\.old|\.last\.tmp-\w+|\.?(kge|PyKEEN_just_saved_my_day_[\d_]+)\.pt(\.\w+\.tmp)?)$")
+# The folders of a run that are written whole, each with its WRITTEN_RECORD
+RUN_WRITTEN_FOLDERS = ("model", "model.old", "checkpoints/last", "checkpoints/last.old")
 # What `train-ner` writes: spacy train's two models and its own record, which marks the folder as ours.
 TRAIN_NER_RECORD = "train_ner.json"
-SPACY_TRAIN_FILES = {"model-best", "model-last", TRAIN_NER_RECORD}
+SPACY_TRAIN_FILES = {"model-best", "model-last", TRAIN_NER_RECORD, WRITTEN_RECORD}
 
 
 class OutputExistsError(SapbertError):
@@ -65,6 +74,45 @@ def pipeline_component_names(folder: Path) -> Optional[Dict[str, Optional[str]]]
 def _unexpected(folder: Path, allowed: Iterable[str]) -> list:
     allowed = set(allowed)
     return sorted(entry.name for entry in folder.iterdir() if entry.name not in allowed)
+
+
+def _files_in(folder: Path) -> List[str]:
+    """Every entry under `folder` that is not a folder (a symbolic link counts as a file), as its path inside it."""
+    return sorted(entry.relative_to(folder).as_posix() for entry in folder.rglob("*") if entry.is_symlink() or not entry.is_dir())
+
+
+def record_written_files(folder: Path) -> None:
+    """Write `folder`'s WRITTEN_RECORD, listing the files it holds now: called on a finished temporary folder before
+    it is moved into place."""
+    files = [name for name in _files_in(Path(folder)) if name != WRITTEN_RECORD]
+    (Path(folder) / WRITTEN_RECORD).write_text(json.dumps(files, indent=0) + "\n", encoding="utf8")
+
+
+def unrecorded_files(folder: Path) -> List[str]:
+    """The files in `folder` that its WRITTEN_RECORD does not list: put there after this program wrote it. Empty when
+    it has no record (written before records were kept, or by another program): nothing more can be told."""
+    record = Path(folder) / WRITTEN_RECORD
+    if not record.is_file():
+        return []
+    try:
+        listed = json.loads(record.read_text(encoding="utf8"))
+        if not isinstance(listed, list):
+            raise ValueError("not a list")
+    except (ValueError, UnicodeDecodeError) as err:
+        raise OutputExistsError(
+            f"{record}: not the list of files this program wrote there ({err}); nothing was replaced: check the folder, then remove the file"
+        ) from err
+    listed = {str(name) for name in listed} | {WRITTEN_RECORD}
+    return [name for name in _files_in(Path(folder)) if name not in listed]
+
+
+def _refuse_unrecorded(output: Path, what: str, foreign: Sequence[str]) -> None:
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+        raise OutputExistsError(
+            f"the output folder {output} holds files that {what} did not write there ({shown}); it was left untouched: "
+            "move them, or choose a new folder"
+        )
 
 
 def _refuse_foreign(output: Path, what: str, allowed: Optional[Set[str]], hint: str) -> None:
@@ -144,6 +192,8 @@ def check_pipeline_output(output: Path, overwrite: bool) -> None:
                 f"the output folder {output} holds files in {folder} that a sapbert_linker does not write ({', '.join(extra[:5])}); "
                 "it was left untouched: move them, or choose a new folder"
             )
+    if names is not None:  # inside spaCy's folders (vocab/, a trained ner/) and the linker's (encoder/, index/) too
+        _refuse_unrecorded(output, "this program", unrecorded_files(output))
 
 
 def check_ensemble_output(output: Path, overwrite: bool) -> None:
@@ -153,7 +203,9 @@ def check_ensemble_output(output: Path, overwrite: bool) -> None:
 
     output = Path(output)
     entries = ensemble_entries(output) if output.is_dir() else None
-    _refuse_foreign(output, "a re-ranker ensemble", entries, "" if overwrite else "pass --overwrite to replace it")
+    _refuse_foreign(output, "a re-ranker ensemble", None if entries is None else entries | {WRITTEN_RECORD}, "" if overwrite else "pass --overwrite to replace it")
+    if entries is not None:
+        _refuse_unrecorded(output, "combine-rerankers", unrecorded_files(output))
 
 
 def run_names(folder: Path) -> Optional[Set[str]]:
@@ -165,17 +217,44 @@ def run_names(folder: Path) -> Optional[Set[str]]:
     return RUN_FILES | {entry.name for entry in folder.iterdir() if RUN_LEFTOVER.match(entry.name)}
 
 
+def files_not_of_the_run(output: Path) -> List[str]:
+    """What the trainers did not write inside a run's folders: an entry of checkpoints/ that is no checkpoint of ours
+    (CHECKPOINT_ENTRY), a file that a folder written whole does not list (its WRITTEN_RECORD), or such a folder that
+    is a symbolic link."""
+    output = Path(output)
+    checkpoints = output / "checkpoints"
+    foreign = []
+    if checkpoints.is_dir() and not checkpoints.is_symlink():
+        foreign += [f"checkpoints/{entry.name}" for entry in sorted(checkpoints.iterdir()) if not CHECKPOINT_ENTRY.match(entry.name)]
+    for name in ("checkpoints", *RUN_WRITTEN_FOLDERS):
+        folder = output / name
+        if folder.is_symlink():
+            foreign.append(name)
+        elif name != "checkpoints" and folder.is_dir():
+            foreign += [f"{name}/{file}" for file in unrecorded_files(folder)]
+    return foreign
+
+
 def holds_only_a_run(folder: Path) -> bool:
     """Whether `folder` is a run of ours holding nothing else (what may be removed or replaced whole)."""
     names = run_names(folder)
-    return names is not None and not _unexpected(Path(folder), names)
+    if names is None or _unexpected(Path(folder), names):
+        return False
+    try:
+        return not files_not_of_the_run(Path(folder))
+    except OutputExistsError:  # an unreadable record: nothing in it is taken for ours
+        return False
 
 
 def check_run_output(output: Path, resume: bool, overwrite: bool) -> None:
-    """A trainer's output folder: absent, empty, or an earlier run (continued with --resume or replaced with --overwrite)."""
+    """A trainer's output folder: absent, empty, or an earlier run (continued with --resume or replaced with
+    --overwrite) holding nothing the trainers did not write, inside its folders too."""
     output = Path(output)
     hint = "" if (resume or overwrite) else "pass --resume to continue it or --overwrite to start again"
-    _refuse_foreign(output, "a training run", run_names(output), hint)
+    names = run_names(output)
+    if names is not None and not _unexpected(output, names):
+        _refuse_unrecorded(output, "a trainer", files_not_of_the_run(output))
+    _refuse_foreign(output, "a training run", names, hint)
 
 
 def remove_run_leftovers(output: Path) -> None:
@@ -197,6 +276,8 @@ def check_spacy_train_output(output: Path, overwrite: bool) -> None:
     output = Path(output)
     is_run = output.is_dir() and (output / TRAIN_NER_RECORD).is_file()
     _refuse_foreign(output, "a train-ner output", SPACY_TRAIN_FILES if is_run else None, "" if overwrite else "pass --overwrite to replace it")
+    if is_run:
+        _refuse_unrecorded(output, "train-ner", unrecorded_files(output))
 
 
 def previous_run_folder(output: Path) -> Path:
@@ -262,6 +343,7 @@ def write_new_dir(output: Path, fill: Callable[[Path], None], *, replace: bool =
     try:
         give_default_mode(tmp)
         fill(tmp)
+        record_written_files(tmp)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -327,7 +327,7 @@ def combine_rerankers(folders: Sequence[Union[str, Path]], output: Path) -> None
     their logits are averaged. SapbertError, before anything is written, for a folder that is not a trained
     re-ranker, is an ensemble already, or differs from the first in a `shared_settings` value. The caller checks
     that `output` may be written (`outputs.check_ensemble_output`; it is replaced when it exists)."""
-    from .outputs import write_new_dir
+    from .outputs import WRITTEN_RECORD, write_new_dir
 
     folders = [Path(folder) for folder in folders]
     if len(folders) < 2:
@@ -347,7 +347,7 @@ def combine_rerankers(folders: Sequence[Union[str, Path]], output: Path) -> None
     def fill(tmp: Path) -> None:
         members = [MEMBER_DIR.format(number) for number in range(len(folders))]
         for folder, member in zip(folders, members):
-            shutil.copytree(folder, tmp / member, ignore=shutil.ignore_patterns(META_FILE))
+            shutil.copytree(folder, tmp / member, ignore=shutil.ignore_patterns(META_FILE, WRITTEN_RECORD))
         first = settings[0]
         write_meta(tmp, first["max_length"], first["max_names"], first["trained_on"], first["bi_temperature"],
                    first["context_words"], members)

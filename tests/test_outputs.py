@@ -7,6 +7,7 @@ import textwrap
 
 import pytest
 import spacy
+import srsly
 from typer.testing import CliRunner
 
 from spacy_sapbert.cli import app
@@ -83,13 +84,33 @@ def test_replacing_a_pipeline_takes_overwrite_and_swaps_it_atomically(tmp_path, 
 def test_a_pipeline_folder_holding_a_user_file_is_not_replaced(tmp_path, tiny_bert):
     out = tmp_path / "pipe"
     assert _build([_vocab(tmp_path), out, "--model", tiny_bert]).exit_code == 0
-    for notes in (out / "my-notes.md", out / "sapbert_linker" / "my-notes.md"):  # beside the pipeline, or inside the linker
+    inside = [out / "sapbert_linker" / part / "my-notes.md" for part in ("encoder", "index")] + [out / "vocab" / "my-notes.md"]
+    for notes in [out / "my-notes.md", out / "sapbert_linker" / "my-notes.md", *inside]:  # beside it, in the linker, in its parts
         notes.write_text("keep me", encoding="utf8")
         result = _build([_vocab(tmp_path, VOCAB_B, "b.txt"), out, "--model", tiny_bert, "--overwrite"])
         assert result.exit_code == 1 and "my-notes.md" in result.output
         assert notes.read_text(encoding="utf8") == "keep me"
         assert _linked_ids(out) == ["D1", "D2"]
         notes.unlink()
+
+
+def test_a_pipeline_without_its_record_of_written_files_is_checked_as_before(tmp_path, tiny_bert):
+    """A pipeline saved before the record existed (or by spaCy itself) has nothing to tell a user's file inside its
+    parts from ours: its top level and linker folder are checked, and a damaged record is refused, not trusted."""
+    from spacy_sapbert.outputs import WRITTEN_RECORD
+
+    out = tmp_path / "pipe"
+    assert _build([_vocab(tmp_path), out, "--model", tiny_bert]).exit_code == 0
+    record = out / WRITTEN_RECORD
+    listed = srsly.read_json(record)
+    assert "sapbert_linker/cfg" in listed and "config.cfg" in listed and WRITTEN_RECORD not in listed
+    record.write_text("not json", encoding="utf8")
+    damaged = _build([_vocab(tmp_path, VOCAB_B, "b.txt"), out, "--model", tiny_bert, "--overwrite"])
+    assert damaged.exit_code == 1 and WRITTEN_RECORD in damaged.output and _linked_ids(out) == ["D1", "D2"]
+    record.unlink()
+    (out / "vocab" / "extra.bin").write_bytes(b"x")
+    assert _build([_vocab(tmp_path, VOCAB_B, "b.txt"), out, "--model", tiny_bert, "--overwrite"]).exit_code == 0
+    assert _linked_ids(out) == ["E1"] and (out / WRITTEN_RECORD).is_file()
 
 
 def test_an_output_that_is_a_symbolic_link_is_refused_and_left_as_it_is(tmp_path, tiny_bert):
@@ -225,10 +246,10 @@ def test_train_refuses_a_foreign_folder_and_an_earlier_run_without_resume_or_ove
     assert _train(tmp_path, tiny_bert, run).exit_code == 0
     again = _train(tmp_path, tiny_bert, run)
     assert again.exit_code == 1 and "--resume" in again.output and "--overwrite" in again.output
-    (run / "checkpoints" / "last").mkdir(parents=True, exist_ok=True)
-    (run / "checkpoints" / "last" / "marker").write_text("old", encoding="utf8")
+    state = run / "checkpoints" / "last" / "trainer_state.json"
+    state.write_text('{"step": 1, "marker": "old"}', encoding="utf8")
     assert _train(tmp_path, tiny_bert, run, "--overwrite").exit_code == 0
-    assert not (run / "checkpoints" / "last" / "marker").exists()  # the earlier run's checkpoint is not resumed later
+    assert "marker" not in state.read_text(encoding="utf8")  # the earlier run's checkpoint is not resumed later
     assert (run / "model" / "config.json").is_file()
 
 
@@ -334,3 +355,20 @@ def test_the_set_aside_folder_is_removed_only_when_it_holds_a_run(tmp_path, tiny
     assert (run / "model" / "model.safetensors").is_file() and (previous / "mine.txt").read_text(encoding="utf8") == "mine"
     assert _train(tmp_path, tiny_bert, run, "--resume").exit_code == 0  # a finished resume: the folder stays
     assert (previous / "mine.txt").is_file()
+
+
+@pytest.mark.parametrize("inside", ["model/my-notes.md", "checkpoints/last/my-notes.md", "checkpoints/my-notes.md"])
+def test_a_user_file_inside_a_runs_folders_stops_overwrite_and_resume(tmp_path, tiny_bert, one_thread, inside):
+    """--overwrite replaced, and --resume's next model or checkpoint write removed, a file put inside the run's
+    model/ or checkpoints/: only the run's top level was checked."""
+    run = tmp_path / "run"
+    assert _train(tmp_path, tiny_bert, run).exit_code == 0
+    notes = run / inside
+    notes.write_text("keep me", encoding="utf8")
+    for option in ("--overwrite", "--resume"):
+        refused = _train(tmp_path, tiny_bert, run, option, "--max-steps", "2")
+        assert refused.exit_code == 1 and inside in refused.output and "left untouched" in refused.output
+        assert notes.read_text(encoding="utf8") == "keep me"
+    assert not (tmp_path / ".run.sapbert-previous-run").exists()
+    notes.unlink()
+    assert _train(tmp_path, tiny_bert, run, "--resume", "--max-steps", "2").exit_code == 0

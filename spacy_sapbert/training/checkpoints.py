@@ -23,6 +23,7 @@ from ..encoder import save_pretrained, write_pooling_files
 from ..errors import SapbertError
 from ..extras import require
 from ..io import atomic_write, atomic_write_text, give_default_mode
+from ..outputs import record_written_files
 
 __all__ = [
     "CPU_BF16_HELP", "STATE_FILE", "MixedPrecision", "append_log", "find_checkpoint", "plot_loss", "read_log", "require_at_least_one", "restart_log",
@@ -86,6 +87,7 @@ def write_dir(target: Path, fill) -> None:
     try:
         give_default_mode(tmp)
         fill(tmp)
+        record_written_files(tmp)
         _replace_dir(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
