@@ -3,7 +3,8 @@
 Encoding a large vocabulary is the whole cost of an index build (UMLS, 10M names with a BERT-base
 encoder, runs for days on a CPU). The build writes each finished chunk of `chunk_size` names as its
 own .npy file, atomically, beside a manifest of what the vectors depend on: the encoder's settings,
-the name normalization, the names themselves and the chunk size. A build started again with the same
+the name normalization, the names themselves, the chunk size and the encoder's batch size (padding to
+another batch's longest name moves a vector by rounding). A build started again with the same
 settings loads the finished chunks and encodes only the rest; a folder of another build is an error,
 never mixed in. Chunk i always holds names[i * chunk_size : (i + 1) * chunk_size] encoded in one call,
 so a resumed build ends with the vectors of an uninterrupted one.
@@ -51,8 +52,11 @@ class ChunkStore:
     """The encoded chunks of one list of names in `folder`, made with `settings` (VECTOR_SETTINGS)."""
 
     def __init__(
-        self, folder: Union[str, Path], names: Sequence[str], settings: Mapping[str, Any], chunk_size: int = DEFAULT_CHUNK_SIZE
+        self, folder: Union[str, Path], names: Sequence[str], settings: Mapping[str, Any], chunk_size: int = DEFAULT_CHUNK_SIZE,
+        batch_size: Optional[int] = None,
     ):
+        """`batch_size`: the names the encoder pads and encodes together (recorded when given; a manifest written
+        without it is not checked for it)."""
         if chunk_size < 1:
             raise ValueError(f"chunk_size={chunk_size} must be >= 1")
         self.folder = Path(folder)
@@ -60,7 +64,7 @@ class ChunkStore:
         self.chunk_size = chunk_size
         self.manifest = {
             "format_version": FORMAT_VERSION, **settings, "n_names": len(names), "chunk_size": chunk_size,
-            "names_sha256": names_digest(names),
+            "names_sha256": names_digest(names), **({"batch_size": batch_size} if batch_size else {}),
         }
         self._open()
 
@@ -177,6 +181,12 @@ class ChunkStore:
                     f"the encoded chunks in {self.folder} are of another vocabulary or chunking: its {meaning} differs "
                     f"({key} {recorded.get(key)!r} there, {self.manifest[key]!r} here); {remove}"
                 )
+        recorded_batch, batch = recorded.get("batch_size"), self.manifest.get("batch_size")
+        if recorded_batch and batch and recorded_batch != batch:
+            raise IndexFormatError(
+                f"the encoded chunks in {self.folder} were encoded {recorded_batch} names per batch, this build encodes {batch} "
+                f"(batch_size; the vectors differ in rounding): build with --batch-size {recorded_batch} to resume, or {remove}"
+            )
 
     def _load(self, path: Path, n_rows: int, dim) -> numpy.ndarray:
         try:

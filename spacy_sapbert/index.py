@@ -308,6 +308,7 @@ class ConceptIndex:
         chunk_size: int = DEFAULT_CHUNK_SIZE,
         encode_chunks: Optional[Callable[[ChunkStore], Any]] = None,
         progress: bool = False,
+        batch_size: Optional[int] = None,
     ) -> "ConceptIndex":
         """Index `concepts`; `encode(list_of_str) -> float32 array` embeds the distinct names once.
 
@@ -317,6 +318,7 @@ class ConceptIndex:
         that is killed resumes from its finished chunks when started again; vectors are added to faiss
         chunk by chunk (and an `ivfpq` build keeps its re-scoring vectors there, memory-mapped, until
         the index is saved). Without it, all names are encoded in one call (`progress` is then `encode`'s).
+        `batch_size`: the names `encode` pads together, recorded with the chunks (a resume must use the same).
         `encode_chunks(store)`: encodes the chunks the store is missing before they are read, elsewhere
         (`build-index --ray`: `distributed.encode_chunks`); the index is then assembled as usual.
         `index_type`: one of index_types.CONFIG_INDEX_TYPES (`auto` picks by the number of names).
@@ -339,7 +341,7 @@ class ConceptIndex:
             if encoder is None:
                 raise ValueError("a chunked build needs the encoder settings (encoder=encoder_settings(encoder))")
             settings = {**encoder, **normalizer.settings(), "normalize": normalize}
-            store = ChunkStore(chunk_dir, names, settings, chunk_size)
+            store = ChunkStore(chunk_dir, names, settings, chunk_size, batch_size)
             if encode_chunks is not None:
                 encode_chunks(store)
             if index_type in TRAINED:  # read twice (a training sample, then every vector): encode them all first

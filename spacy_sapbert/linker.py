@@ -431,6 +431,7 @@ class SapbertLinker(Pipe):
             chunk_size=chunk_size,
             encode_chunks=encode_chunks,
             progress=progress,
+            batch_size=encoder.batch_size,
         )
         self.index.set_search_params(self.nprobe, self.shortlist)
         self.check_types()

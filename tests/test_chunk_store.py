@@ -1,4 +1,5 @@
 """Resumable, chunked encoding of an index build (chunk_store) and build-index killed mid-build."""
+import json
 import subprocess
 import sys
 import textwrap
@@ -66,6 +67,17 @@ def test_chunks_of_another_build_are_refused_naming_the_folder_and_the_differenc
     with pytest.raises(IndexFormatError, match=message) as err:
         ChunkStore(folder, names, settings, chunk_size=chunk_size)
     assert str(folder) in str(err.value) and "\n" not in str(err.value)
+
+
+def test_chunks_of_another_batch_size_are_refused_and_a_manifest_without_one_is_taken(tmp_path):
+    folder = tmp_path / "chunks"
+    list(ChunkStore(folder, NAMES, SETTINGS, chunk_size=5, batch_size=64).vectors(fake_encode))
+    with pytest.raises(IndexFormatError, match="--batch-size 64 to resume"):
+        ChunkStore(folder, NAMES, SETTINGS, chunk_size=5, batch_size=32)
+    assert ChunkStore(folder, NAMES, SETTINGS, chunk_size=5, batch_size=64).finished() == [0, 1, 2, 3, 4]
+    earlier = tmp_path / "earlier"  # chunks recorded before the batch size was
+    list(ChunkStore(earlier, NAMES, SETTINGS, chunk_size=5).vectors(fake_encode))
+    assert ChunkStore(earlier, NAMES, SETTINGS, chunk_size=5, batch_size=32).finished() == [0, 1, 2, 3, 4]
 
 
 def test_a_corrupt_chunk_is_an_error_naming_the_file(tmp_path):
@@ -183,6 +195,10 @@ def test_build_index_killed_mid_build_resumes_and_ends_with_the_uninterrupted_in
     chunks = tmp_path / "resumed.chunks"
     assert sorted(p.name for p in chunks.glob("chunk-*.npy")) == ["chunk-000000.npy", "chunk-000001.npy", "chunk-000002.npy"]
     assert not (tmp_path / "resumed").exists()
+    recorded = json.loads((chunks / MANIFEST_FILE).read_text(encoding="utf8"))["batch_size"]
+    other_batch = runner.invoke(app, ["build-index", args[0], str(tmp_path / "resumed"), *args[1:], "--batch-size", str(recorded + 1)])
+    assert other_batch.exit_code == 1 and f"--batch-size {recorded} to resume" in other_batch.output
+    assert len(list(chunks.glob("chunk-*.npy"))) == 3
 
     from spacy_sapbert.encoder import Encoder
 
