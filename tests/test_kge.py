@@ -239,6 +239,22 @@ def test_an_earlier_checkpoint_is_refused_without_resume_and_kept(kge_model):
     assert checkpoint.stat().st_mtime_ns == before and (kge_model / "kge_config.json").read_text() == recorded
 
 
+def test_a_finished_run_resumed_with_other_settings_or_fewer_epochs_is_refused(kge_model):
+    """PyKEEN trained nothing more for a finished run, and its config file was rewritten with the new settings."""
+    from spacy_sapbert.training.kge import KgeConfig, train_kge
+
+    recorded = (kge_model / "kge_config.json").read_text()
+    model = (kge_model / "model" / "embeddings.npy").read_bytes()
+    config = KgeConfig(output=str(kge_model), vocab=[str(kge_model.parent / "hp.obo")], dim=8, epochs=3, batch_size=8,
+                       device="cpu", progress=False)
+    with pytest.raises(SapbertError, match=r"kge.pt: the run already finished \(3 epochs\).*lr"):
+        train_kge(dataclasses.replace(config, lr=0.5), resume=True)
+    with pytest.raises(SapbertError, match=r"kge.pt: the checkpoint has done 3 epochs, more than this run's 2"):
+        train_kge(dataclasses.replace(config, epochs=2), resume=True)
+    assert (kge_model / "kge_config.json").read_text() == recorded
+    assert (kge_model / "model" / "embeddings.npy").read_bytes() == model
+
+
 def test_a_checkpoint_is_replaced_whole_and_a_damaged_one_is_named(kge_model, tmp_path, monkeypatch):
     """PyKEEN wrote kge.pt in place: a kill while saving left a truncated file, the run's only checkpoint, and the
     resume failed with torch's zip-reader error. The save now goes through a temporary file."""

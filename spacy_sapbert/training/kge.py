@@ -102,13 +102,29 @@ def safe_checkpoints(loop_class):
         def _load_state(self, path, *args, **kwargs):
             try:
                 return super()._load_state(path, *args, **kwargs)
-            except (RuntimeError, EOFError, OSError, pickle.UnpicklingError, KeyError) as err:
-                raise SapbertError(
-                    f"{path}: not a readable checkpoint ({str(err).splitlines()[0] if str(err) else type(err).__name__}); "
-                    "start the run again with --overwrite"
-                ) from err
+            except UNREADABLE as err:
+                raise unreadable_checkpoint(path, err) from err
 
     return SafeCheckpoints
+
+
+# what torch.load of a truncated or foreign file raises, and a checkpoint dict without PyKEEN's keys
+UNREADABLE = (RuntimeError, EOFError, OSError, pickle.UnpicklingError, KeyError, TypeError)
+
+
+def unreadable_checkpoint(path, err: BaseException) -> SapbertError:
+    return SapbertError(
+        f"{path}: not a readable checkpoint ({str(err).splitlines()[0] if str(err) else type(err).__name__}); "
+        "start the run again with --overwrite"
+    )
+
+
+def checkpoint_epochs(path: Path) -> int:
+    """The epochs PyKEEN's checkpoint at `path` has finished (read memory-mapped: its embedding can be large)."""
+    try:
+        return int(torch.load(path, map_location="cpu", weights_only=False, mmap=True)["epoch"])
+    except UNREADABLE as err:
+        raise unreadable_checkpoint(path, err) from err
 
 
 def train_kge(config: KgeConfig, resume: bool = False) -> Path:
@@ -129,7 +145,10 @@ def train_kge(config: KgeConfig, resume: bool = False) -> Path:
         )
     if checkpoint.exists() and (output / KGE_CONFIG_FILE).exists():  # PyKEEN's checkpoint has the entities and shapes
         recorded = {"config": json.loads((output / KGE_CONFIG_FILE).read_text(encoding="utf8"))}
-        check_resumed_settings(config, recorded, checkpoint, ("batch_size", "lr", "negatives", "seed"), ("model", "dim", "vocab", "mrrel"))
+        check_resumed_settings(
+            config, recorded, checkpoint, ("batch_size", "lr", "negatives", "seed"), ("model", "dim", "vocab", "mrrel"),
+            progress=lambda state: (checkpoint_epochs(checkpoint), config.epochs, "epochs"),
+        )
     models, training, triples_module = (require(f"pykeen.{name}") for name in ("models", "training", "triples"))
 
     triples = collect_triples(config.vocab, config.mrrel)
