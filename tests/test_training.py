@@ -411,6 +411,35 @@ def test_resumed_run_ends_with_the_same_weights(tmp_path, tiny_bert, toy_pairs, 
     assert [json.loads(x)["loss"] for x in full_log] == [json.loads(x)["loss"] for x in split_log]
 
 
+def test_a_run_killed_between_log_entries_logs_the_losses_of_an_uninterrupted_one(tmp_path, tiny_bert, toy_pairs, one_thread, monkeypatch):
+    """The first log entry after a resume averaged only the steps since the resume, not those since the last entry."""
+    from spacy_sapbert.training.loop import TrainingRun
+
+    def config(name):
+        return TrainConfig(
+            model=tiny_bert, output=str(tmp_path / name), pairs=str(toy_pairs), batch_size=3, lr=1e-3, max_steps=8,
+            checkpoint_every=3, log_every=4, seed=5, device="cpu", progress=False,
+        )
+
+    train(config("full"))
+    real_update, updates = TrainingRun.update, []
+
+    def killed_at_step_4(self):
+        if len(updates) == 3:  # after the checkpoint at step 3, with steps 1..3 not yet in the log
+            raise KeyboardInterrupt
+        updates.append(1)
+        real_update(self)
+
+    monkeypatch.setattr(TrainingRun, "update", killed_at_step_4)
+    with pytest.raises(KeyboardInterrupt):
+        train(config("split"))
+    monkeypatch.undo()
+    train(config("split"), resume=True)
+    read = lambda name: [json.loads(line) for line in (tmp_path / name / "train_log.jsonl").read_text().splitlines()]
+    assert [(e["step"], e["loss"]) for e in read("split")] == [(e["step"], e["loss"]) for e in read("full")]
+    assert [e["step"] for e in read("full")] == [4, 8]
+
+
 def test_prefetching_the_next_micro_batch_in_a_thread_trains_the_same_weights(tmp_path, tiny_bert, toy_pairs, one_thread, monkeypatch):
     """On CUDA the next micro-batch is read and tokenized in a worker thread; forced on here, over epoch ends,
     gradient accumulation, checkpoints and a resume, it must give the weights and losses of the plain loop."""

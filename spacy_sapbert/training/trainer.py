@@ -330,10 +330,13 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: Distrib
                 "micro_batches_done": min(step_in_epoch * config.grad_accum, batches_per_epoch),
                 "position": min(step_in_epoch * config.grad_accum * global_batch, padded),
                 "num_pairs": len(pairs),
+                # the steps since the last log entry: a resume's first entry averages them too, as an uninterrupted run's does
+                "log_window": {"loss": run.mean_over_ranks(window_loss), "steps": window_count},
             })
 
         run_pairs = 0
-        window_loss, window_count, window_pairs, window_start = 0.0, 0, 0, run.started
+        window = run.state.get("log_window", {})
+        window_loss, window_count, window_pairs, window_start = float(window.get("loss", 0.0)), int(window.get("steps", 0)), 0, run.started
         last_checkpoint = global_step if run.checkpoint is not None else -1
         bar = tqdm(total=total_steps, initial=global_step, desc="sap training", unit="step",
                    disable=not (config.progress and ctx.main), file=sys.stderr, dynamic_ncols=True)
