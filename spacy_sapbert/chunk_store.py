@@ -205,17 +205,25 @@ class ChunkStore:
             )
 
 
+def own_manifest(folder: Union[str, Path]) -> Optional[dict]:
+    """The manifest of a chunk folder this program wrote, or None (no folder, no manifest, or not ours)."""
+    try:
+        recorded = srsly.read_json(Path(folder) / MANIFEST_FILE)
+    except (ValueError, OSError):
+        return None
+    if not isinstance(recorded, dict) or recorded.get("format_version") != FORMAT_VERSION or "names_sha256" not in recorded:
+        return None
+    return recorded
+
+
 def remove_chunks(folder: Union[str, Path]) -> None:
     """Delete the chunk files of a chunk folder that holds this program's manifest (nothing else, and
     nothing at all without that manifest), the manifest last, then the folder itself when a build
     created it and it is empty (a folder the user made stays)."""
     folder = Path(folder)
     manifest = folder / MANIFEST_FILE
-    try:
-        recorded = srsly.read_json(manifest)
-    except (ValueError, OSError):
-        return
-    if not isinstance(recorded, dict) or recorded.get("format_version") != FORMAT_VERSION or "names_sha256" not in recorded:
+    recorded = own_manifest(folder)
+    if recorded is None:
         return
     for entry in folder.iterdir():
         if entry.name != MANIFEST_FILE and OWN_FILE.match(entry.name) and entry.is_file():

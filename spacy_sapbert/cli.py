@@ -140,14 +140,22 @@ def build_index_command(
     started again with the same arguments encodes only the chunks that were not finished. With --ray
     the chunks are encoded by a pool of encoder actors on a Ray cluster, and the index is assembled
     from them as in a single-process build."""
-    from .chunk_store import CHUNKS_SUFFIX, remove_chunks
+    from .chunk_store import CHUNKS_SUFFIX, own_manifest, remove_chunks
     from .encoder import offline_default_model
-    from .outputs import check_pipeline_output
+    from .outputs import OutputExistsError, check_pipeline_output, pipeline_component_names
     from .pipeline import build_pipeline, save_pipeline, the_linker
     from .readers import read_vocabulary
 
-    check_pipeline_output(output, overwrite)
     chunk_dir = chunk_dir or output.with_name(output.name + CHUNKS_SUFFIX)
+    try:
+        check_pipeline_output(output, overwrite)
+    except OutputExistsError as err:  # a build stopped between saving the pipeline and removing its chunks
+        if overwrite or own_manifest(chunk_dir) is None or pipeline_component_names(output) is None:
+            raise
+        raise OutputExistsError(
+            f"{err}; {chunk_dir} holds the chunks a build encoded (one stopped before it removed them, or still running): "
+            "--overwrite builds from them and removes them"
+        ) from err
     if chunk_dir.resolve() == output.resolve() or output.resolve() in chunk_dir.resolve().parents:
         raise SapbertError(f"--chunk-dir {chunk_dir} is (inside) the output {output}: the saved pipeline would replace it; choose another folder")
     ray_settings = _ray_settings(ray, ray_workers, ray_cpus, ray_gpus)

@@ -217,3 +217,22 @@ def test_build_index_killed_mid_build_resumes_and_ends_with_the_uninterrupted_in
     whole_names, whole_vectors = _index_vectors(tmp_path / "whole")
     assert names == whole_names and len(names) == 80
     numpy.testing.assert_array_equal(vectors, whole_vectors)
+
+
+def test_chunks_left_beside_a_saved_pipeline_are_named_when_the_build_is_run_again(tmp_path, tiny_bert, monkeypatch):
+    """A build stopped after its pipeline was saved but before its chunks were removed asked only for --overwrite: the
+    chunks (tens of GB at UMLS size) were not mentioned."""
+    import spacy_sapbert.chunk_store as chunk_store
+
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("D1||heart failure|cardiac failure\nD2||hepatoma\n", encoding="utf8")
+    args = ["build-index", str(vocab), str(tmp_path / "pipe"), "--model", tiny_bert, "--label", ""]
+    monkeypatch.setattr(chunk_store, "remove_chunks", lambda folder: None)  # stopped right after the pipeline was saved
+    assert runner.invoke(app, args).exit_code == 0
+    monkeypatch.undo()
+    chunks = tmp_path / "pipe.chunks"
+    again = runner.invoke(app, args)
+    assert again.exit_code == 1 and f"{chunks} holds the chunks" in again.output and "--overwrite" in again.output
+    assert (chunks / MANIFEST_FILE).is_file()
+    assert runner.invoke(app, args + ["--overwrite"]).exit_code == 0
+    assert not chunks.exists()
