@@ -927,3 +927,29 @@ def test_the_umls_reader_takes_definitions_from_the_real_mrdef_sample():
     concepts = {c.id: c for c in read_vocabulary(folder / "MRCONSO.RRF", "umls", mrdef=str(folder / "MRDEF.RRF"), languages=None)}
     assert concepts["C0000039"].definition.startswith("Synthetic phospholipid used in liposomes")
     assert sum(1 for c in concepts.values() if c.definition) == 1
+
+
+def test_a_file_with_cr_line_ends_is_an_error_and_a_stray_cr_a_bad_line(tmp_path):
+    """Lines were split at \\n only: a file with old Mac (CR) line ends was one line, and an OBO or PubTator file
+    read as one gave no concept or mention, without a word. Not strict, such a file is one skipped line, counted."""
+    import warnings
+
+    from spacy_sapbert.readers import read_obo, read_dictionary
+    from spacy_sapbert.readers.corpora import read_pubtator
+
+    obo = tmp_path / "hp.obo"
+    obo.write_bytes(b"format-version: 1.2\r\r[Term]\rid: HP:0000001\rname: All\r")
+    pubtator = tmp_path / "corpus.txt"
+    pubtator.write_bytes(b"1|t|Hepatoma.\r1|a|x\r1\t0\t8\tHepatoma\tDisease\tD1\r\r")
+    for read in (lambda: list(read_obo(obo)), lambda: list(read_pubtator(pubtator))):
+        with pytest.raises(VocabularyFormatError, match=r", line 1: a carriage return \(\\r\) inside the line: the file has CR line ends"):
+            read()
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_bytes(b"D1||heart failure\nD2||liver\rcancer\nD3||hepatoma\r\n")
+    with pytest.raises(VocabularyFormatError, match=r"vocab.txt, line 2: a carriage return"):
+        list(read_dictionary(vocab))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        concepts = list(read_dictionary(vocab, strict=False))
+    assert [c.id for c in concepts] == ["D1", "D3"] and concepts[1].name == "hepatoma"
+    assert any("skipped 1 malformed line" in str(w.message) for w in caught)

@@ -86,11 +86,15 @@ def numbered_lines(path: Path, policy: LinePolicy) -> Iterator[Tuple[int, str]]:
 
     Read in binary and decoded line by line so an invalid byte is reported with its line number
     (and, when not strict, only that line is skipped). Lines end at "\n" ("\r\n" is accepted); a UTF-8
-    byte-order mark at the start of a line is dropped.
+    byte-order mark at the start of a line is dropped. A carriage return inside a line makes it a bad line: a file
+    with old Mac (CR) line ends would otherwise be read as one line.
     """
     with open(path, "rb") as handle:
         for line_no, raw in enumerate(handle, 1):
             raw = raw.rstrip(b"\r\n")
+            if b"\r" in raw:
+                policy.reject(line_no, "a carriage return (\\r) inside the line: the file has CR line ends, or a stray \\r; give it \\n line ends", raw)
+                continue
             try:
                 text = raw.decode("utf-8", errors="strict")
             except UnicodeDecodeError as err:
