@@ -36,9 +36,9 @@ the whole matching long-form part. A part spelled the same in both ("AVP" in "AV
 "sapbert_abbreviations") runs it on ``doc.text`` and provides:
 
 - ``doc._.abbreviations``: list of (short-form Span, long-form Span), one per definition;
-- ``span._.long_form``: the long-form text when the span's text is a short form defined anywhere in
-  its doc (any occurrence, not only the defining one), else None -- the linker embeds it instead of
-  the abbreviation.
+- ``span._.long_form``: the span's text with every whole-word short form defined anywhere in its doc
+  (any occurrence, not only the defining one) replaced by its long form ("HPT" and "primary HPT" both
+  written out), else None -- the linker embeds it instead of the span's text, as ``evaluate`` does.
 
 Only plain values are stored on the Doc (``doc._.sapbert_abbreviation_offsets``: a list of
 (short_start, short_end, long_start, long_end) character offsets), so Docs with the extension set
@@ -46,8 +46,9 @@ serialize with DocBin; the Span-valued attributes above are getters computed fro
 """
 from __future__ import annotations
 
+import functools
 import re
-from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Set, Tuple
 
 from spacy.language import Language
 from spacy.tokens import Doc, Span
@@ -325,12 +326,20 @@ def expand_abbreviations(
     >>> expand_abbreviations("Wilson disease (WD) is rare.", "WD gene")
     'Wilson disease gene'
     """
-    mapping = long_forms(find_abbreviations(text) if abbreviations is None else abbreviations)
+    return replace_short_forms(mention, long_forms(find_abbreviations(text) if abbreviations is None else abbreviations))
+
+
+def replace_short_forms(mention: str, mapping: Mapping[str, str]) -> str:
+    """`mention` with each whole-word short form of `mapping` (short form -> long form) replaced by its long form."""
     if not mapping:
         return mention
-    keys = sorted(mapping, key=len, reverse=True)
-    pattern = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(k) for k in keys) + r")(?!\w)")
-    return pattern.sub(lambda match: mapping[match.group(0)], mention)
+    return _short_form_pattern(tuple(sorted(mapping, key=len, reverse=True))).sub(lambda match: mapping[match.group(0)], mention)
+
+
+@functools.lru_cache(maxsize=256)
+def _short_form_pattern(short_forms: Tuple[str, ...]) -> re.Pattern:
+    """Any of `short_forms` as a whole word, the longest first (a doc's short forms, reused for each of its entities)."""
+    return re.compile(r"(?<!\w)(?:" + "|".join(re.escape(short) for short in short_forms) + r")(?!\w)")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -363,7 +372,10 @@ def _doc_long_forms(doc: Doc) -> Dict[str, str]:
 
 
 def _span_long_form(span: Span) -> Optional[str]:
-    return _doc_long_forms(span.doc).get(span.text)
+    """The span's text with the short forms defined in its doc written out ("primary HPT" -> "primary
+    hyperparathyroidism"), as `expand_abbreviations` gives `evaluate` its queries; None when it holds none."""
+    expanded = replace_short_forms(span.text, _doc_long_forms(span.doc))
+    return expanded if expanded != span.text else None
 
 
 def install_extensions() -> None:

@@ -294,6 +294,10 @@ def test_abbreviation_component_sets_long_form_on_later_mentions():
     assert doc[later.i : later.i + 1]._.long_form == "Wilson disease"
     assert doc[4:6]._.long_form is None  # "Wilson disease" itself
     assert doc[0:1]._.long_form is None
+    # a short form inside a longer span is written out too, as `evaluate` writes out its gold mentions
+    cause = [t for t in doc if t.text == "cause"][1]
+    assert doc[cause.i : cause.i + 2]._.long_form == "cause Wilson disease" == expand_abbreviations(doc.text, "cause WD")
+    assert doc[cause.i - 1 : cause.i + 4]._.long_form == "Mutations cause Wilson disease in man"
     # plain values are stored, so the Doc serializes with its user data
     from spacy.tokens import DocBin
 
