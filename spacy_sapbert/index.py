@@ -376,6 +376,7 @@ class ConceptIndex:
         dictionary takes a training mention of a concept the vocabulary lacks). The index is then held in
         memory: its memory-mapped vectors and tables are read in."""
         names_by_id = list(names_by_id)
+        n_concepts = len(self.concepts)
         if new_concepts:
             self._add_concepts(names_by_id)
         name_rows = {name: row for row, name in enumerate(self.names)}
@@ -409,6 +410,8 @@ class ConceptIndex:
             self.links = NameLinks.from_pairs(
                 numpy.concatenate([first[:, 0], pair_names]), numpy.concatenate([first[:, 1], pair_concepts]), len(self.names)
             )
+        if given or len(self.concepts) != n_concepts:  # no longer the saved index: pickled as itself, not as the folder
+            self.folder = None
         return sum(pair not in existing for pair in given)
 
     def _add_concepts(self, names_by_id: Sequence[Tuple[str, str]]) -> None:

@@ -156,6 +156,24 @@ def test_added_names_win_exact_ties_the_latest_addition_first(tmp_path):
     assert ConceptIndex.from_disk(tmp_path / "index").search(hash_encode(["dm"]), k=4) == [hits]
 
 
+def test_a_loaded_index_changed_without_new_names_is_pickled_as_changed(tmp_path):
+    """A memory-mapped index is pickled as its folder (spawned nlp.pipe processes reopen it): one whose links or
+    concepts add_names changed, without a new name, went back to the saved order there, without a word."""
+    import copy
+    import pickle
+
+    ConceptIndex.build([Concept("B", "dm"), Concept("A", "another")], hash_encode).to_disk(tmp_path / "index")
+    index = ConceptIndex.from_disk(tmp_path / "index")
+    index.add_names([("A", "dm")], hash_encode)  # "dm" is a name already: only the links change
+    expected = index.search(hash_encode(["dm"]), k=2)
+    assert ids_of(expected[0]) == ["A", "B"]
+    for copied in (pickle.loads(pickle.dumps(index)), copy.deepcopy(index)):
+        assert copied.search(hash_encode(["dm"]), k=2) == expected
+    loaded = ConceptIndex.from_disk(tmp_path / "index")
+    loaded.add_names([("N", "dm")], hash_encode, new_concepts=True)  # a new concept named by a name it has
+    assert pickle.loads(pickle.dumps(loaded)).concept("N") is not None
+
+
 def test_a_name_given_to_one_concept_more_often_links_there_even_a_pair_the_index_held():
     """Training mentions give "hemochromatosis" to its concept three times and, by an annotation slip, to a
     lymphoma once: the majority wins the tie, though the vocabulary held its pair already (only the slip is new)."""
