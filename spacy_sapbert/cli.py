@@ -666,7 +666,7 @@ def add_memory_command(
     import spacy
 
     from .outputs import check_pipeline_output
-    from .pipeline import abbreviation_detectors, choose_linker_name, linker_names, save_pipeline, the_linker
+    from .pipeline import abbreviation_detectors, choose_linker_name, gold_entities_kept, linker_names, save_pipeline, the_linker
     from .readers.corpora import documents_to_docs
 
     check_pipeline_output(output, overwrite)
@@ -683,8 +683,9 @@ def add_memory_command(
             for document in documents:
                 document.mentions = [m for m in document.mentions if m.label in label]
         docs = documents_to_docs(nlp, documents)
-        for detector in abbreviation_detectors(nlp):
-            docs = [detector(doc) for doc in docs]
+        with gold_entities_kept(nlp):  # the gold mentions go into the memory, none dropped as a short form
+            for detector in abbreviation_detectors(nlp):
+                docs = [detector(doc) for doc in docs]
         added += linker.add_to_memory(docs)
     save_pipeline(nlp, output, overwrite=overwrite)
     typer.echo(f"{added} new memory entries ({len(linker.memory or [])} in all) written to {output}", err=True)

@@ -1,10 +1,11 @@
 """Assembling pipelines: mention detection (a trained NER, or a dictionary matcher), the linker, and the offline default."""
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import spacy
 from spacy.language import Language
@@ -87,6 +88,20 @@ ABBREVIATION_FACTORIES = ("sapbert_abbreviations", "abbreviation_detector")  # o
 def abbreviation_detectors(nlp: Language) -> List[Any]:
     """The active components made by an abbreviation detector factory (ours or scispacy's), in pipeline order."""
     return [proc for name, proc in nlp.pipeline if nlp.get_pipe_meta(name).factory in ABBREVIATION_FACTORIES]
+
+
+@contextlib.contextmanager
+def gold_entities_kept(nlp: Language) -> Iterator[None]:
+    """While the pipeline links gold mentions: its abbreviation detectors find short forms but leave doc.ents as they
+    are (`label_short_forms` off), so the gold mentions are what is linked, none dropped or added."""
+    labelling = [detector for detector in abbreviation_detectors(nlp) if getattr(detector, "label_short_forms", False)]
+    for detector in labelling:
+        detector.label_short_forms = False
+    try:
+        yield
+    finally:
+        for detector in labelling:
+            detector.label_short_forms = True
 
 
 def place_abbreviation_detector(nlp: Language, before: str, label_short_forms: bool) -> None:

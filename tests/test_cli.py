@@ -157,6 +157,31 @@ def test_link_names_each_id_from_the_linker_of_its_label(two_linker_pipeline):
     assert [(e["text"], e["kb_id"], e["name"]) for e in row["ents"]] == [("Hepatoma", "D2", "Liver cancer"), ("Advil", "C2", "Ibuprofen")]
 
 
+def test_gold_short_forms_are_linked_and_remembered_though_the_detector_labels_short_forms(tmp_path, tiny_bert):
+    """With label_short_forms (as assemble and the offline default set it), the detector dropped a gold "RT" whose
+    long form is written but not annotated: add-memory left it out, and choose-pipeline and add-reranker's weight
+    tuning, which link gold mentions through the pipeline, scored it a miss."""
+    import spacy
+
+    from spacy_sapbert.evaluation import evaluate_end_to_end
+    from spacy_sapbert.kb import Concept
+    from spacy_sapbert.pipeline import build_pipeline
+    from spacy_sapbert.readers.corpora import read_pubtator
+
+    nlp = build_pipeline([Concept("OMIM:3", "Renal trouble"), Concept("D2", "Liver mass")], tiny_bert, label=None)
+    nlp.add_pipe("sapbert_abbreviations", before="sapbert_linker", config={"label_short_forms": True})
+    nlp.to_disk(tmp_path / "pipe")
+    corpus = tmp_path / "train.txt"
+    corpus.write_text("7|t|Renal trouble (RT) again.\n7|a|Liver mass.\n7\t15\t17\tRT\tDisease\tOMIM:3\n\n", encoding="utf8")
+    gold = evaluate_end_to_end(nlp, list(read_pubtator(corpus)), gold_mentions=True)
+    assert (gold["tp"], gold["fn"]) == (1, 0)
+    assert nlp.get_pipe("sapbert_abbreviations").label_short_forms  # as it was
+    result = runner.invoke(app, ["add-memory", str(tmp_path / "pipe"), str(corpus), "--output", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    memory = spacy.load(tmp_path / "out").get_pipe("sapbert_linker").memory
+    assert list(zip(memory.texts, memory.ids)) == [("renal trouble", "OMIM:3")]
+
+
 def test_demo_and_add_memory_need_component_when_a_pipeline_has_two_linkers(two_linker_pipeline, tmp_path, monkeypatch):
     import spacy
 

@@ -120,16 +120,17 @@ def evaluate_end_to_end(
     for none. Gold types are mapped to NER labels with `label_map` (default: ner_corpus's, NCBI-disease's
     types -> Disease), so NER scores compare like with like; `labels` keeps gold mentions of those types.
     `gold_mentions`: the components that find mentions are left out and the rest of the pipeline (linkers,
-    an entity_linker) links the gold mentions: (span, id) recall is then linking accuracy.
+    an entity_linker) links the gold mentions (an abbreviation detector labelling short forms leaves them as they
+    are): (span, id) recall is then linking accuracy.
     """
     from ..ner_corpus import DEFAULT_LABEL_MAP
-    from ..pipeline import linker_for_label, require_linkers
+    from ..pipeline import gold_entities_kept, linker_for_label, require_linkers
 
     linkers = [linker for _, linker in require_linkers(nlp)]
     wanted = set(labels) if labels else None
     mapping = DEFAULT_LABEL_MAP if label_map is None else label_map
     if gold_mentions:
-        with nlp.select_pipes(disable=mention_finders(nlp)):
+        with nlp.select_pipes(disable=mention_finders(nlp)), gold_entities_kept(nlp):
             docs = list(nlp.pipe(gold_mention_doc(nlp, d, mapping, wanted) for d in documents))
     else:
         docs = list(nlp.pipe(d.text for d in documents))
