@@ -146,10 +146,15 @@ def test_train_ner_writes_model_best_complete_or_nothing(tmp_path):
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     assert spacy.load(tmp_path / "ner" / "model-best").pipe_names == ["ner"]
-    assert sorted(p.name for p in (tmp_path / "ner").iterdir()) == ["model-best", "model-last", "train_ner.json"]
+    assert sorted(p.name for p in (tmp_path / "ner").iterdir()) == [".sapbert-written.json", "model-best", "model-last", "train_ner.json"]
 
     again = runner.invoke(app, args)  # an earlier output is replaced only when asked
     assert again.exit_code == 1 and "--overwrite" in again.output
+    notes = tmp_path / "ner" / "model-best" / "notes.md"  # and never with a file someone put inside it
+    notes.write_text("keep", encoding="utf8")
+    inside = runner.invoke(app, args + ["--overwrite"])
+    assert inside.exit_code == 1 and "model-best/notes.md" in inside.output and notes.read_text(encoding="utf8") == "keep"
+    notes.unlink()
     assert runner.invoke(app, args + ["--overwrite"]).exit_code == 0
 
     failed = runner.invoke(app, args[:3] + ["--paths.train", str(tmp_path / "absent.spacy")] + args[5:] + ["--overwrite"])
