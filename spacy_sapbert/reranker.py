@@ -127,19 +127,29 @@ def mention_side(query: str, where: Optional[MentionInContext], words: int, norm
     return " ".join(part for part in (normalize(left), opening, query, closing, normalize(right)) if part)
 
 
-def pair_truncation(tokenizer, queries: Sequence[str], max_length: int) -> str:
-    """How a batch of pairs is cut to `max_length` word pieces: the candidate texts only ("only_second"), unless a
-    query alone leaves its text no room (a long chemical name), which "only_second" cannot cut: then "longest_first"."""
+def pair_truncations(tokenizer, queries: Sequence[str], max_length: int) -> List[str]:
+    """How each pair is cut to `max_length` word pieces: in its candidate text only ("only_second"), unless its
+    query alone leaves the text no room (a long chemical name), which "only_second" cannot cut: then "longest_first"."""
     room = max_length - tokenizer.num_special_tokens_to_add(pair=True)
-    longest = max((len(ids) for ids in tokenizer(sorted(set(queries)), add_special_tokens=False)["input_ids"]), default=0)
-    return "only_second" if longest < room else "longest_first"
+    distinct = sorted(set(queries))
+    lengths = dict(zip(distinct, (len(ids) for ids in tokenizer(distinct, add_special_tokens=False)["input_ids"]))) if distinct else {}
+    return ["only_second" if lengths[query] < room else "longest_first" for query in queries]
 
 
 def pair_logits(model, tokenizer, queries: Sequence[str], texts: Sequence[str], max_length: int, device) -> torch.Tensor:
-    """One logit per (query, text) pair through `model` (a re-ranker's, or one being trained)."""
-    truncation = pair_truncation(tokenizer, queries, max_length)
-    batch = tokenizer(list(queries), list(texts), truncation=truncation, max_length=max_length, padding=True, return_tensors="pt").to(device)
-    return model(**batch).logits.squeeze(-1)
+    """One logit per (query, text) pair through `model` (a re-ranker's, or one being trained), each pair cut as
+    `pair_truncations` says, so that its logit does not depend on the pairs beside it in the batch."""
+    truncations = pair_truncations(tokenizer, queries, max_length)
+    groups = {kind: [i for i, each in enumerate(truncations) if each == kind] for kind in dict.fromkeys(truncations)}
+    logits = []
+    for kind, rows in groups.items():
+        batch = tokenizer([queries[i] for i in rows], [texts[i] for i in rows], truncation=kind, max_length=max_length,
+                          padding=True, return_tensors="pt").to(device)
+        logits.append(model(**batch).logits.squeeze(-1))
+    if len(groups) == 1:
+        return logits[0]
+    grouped_rows = torch.tensor([i for rows in groups.values() for i in rows], device=logits[0].device)
+    return torch.cat(logits)[torch.argsort(grouped_rows)]  # back in the order of the pairs
 
 
 class Reranker:

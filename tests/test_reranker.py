@@ -58,18 +58,22 @@ def test_rerank_hits_reorders_the_first_k_by_the_cross_encoder(cross_encoder):
 
 def test_a_mention_longer_than_max_length_is_scored_not_an_error(cross_encoder):
     """Pairs are cut in the candidate text only, unless a query leaves it no room (BC5CDR has chemical names of 70
-    word pieces): then both sides are cut, and only in that batch."""
-    from spacy_sapbert.reranker import pair_truncation
+    word pieces): then both sides are cut, that pair's only. One long query cut every pair of its batch on both
+    sides, so a pair's score depended on the mentions scored beside it."""
+    from spacy_sapbert.reranker import pair_truncations
 
     tokenizer, max_length = cross_encoder.tokenizer, cross_encoder.max_length
     long_mention = " ".join(["hepatoma"] * max_length)
     assert len(tokenizer(long_mention, add_special_tokens=False)["input_ids"]) > max_length
-    assert pair_truncation(tokenizer, ["hepatoma", "renal disease"], max_length) == "only_second"
-    assert pair_truncation(tokenizer, ["hepatoma", long_mention], max_length) == "longest_first"
+    assert pair_truncations(tokenizer, ["hepatoma", "renal disease"], max_length) == ["only_second"] * 2
+    assert pair_truncations(tokenizer, ["hepatoma", long_mention], max_length) == ["only_second", "longest_first"]
     text = candidate_text("hepatoma", CONCEPTS[1], str.lower, cross_encoder.max_names)
-    logits = cross_encoder.score([(long_mention, text), ("hepatoma", text)])
-    assert len(logits) == 2 and all(math.isfinite(float(x)) for x in logits)
-    assert float(cross_encoder.score([("hepatoma", text)])[0]) == pytest.approx(float(logits[1]), abs=1e-5)  # a pair that fits: as alone
+    long_text = " ".join([text] * max_length)  # a candidate text that must be cut: where the cut falls matters
+    middle = " ".join(["liver"] * (max_length // 2))  # a query that leaves it some room
+    logits = cross_encoder.score([(long_mention, text), ("hepatoma", text), (middle, long_text)])
+    assert len(logits) == 3 and all(math.isfinite(float(x)) for x in logits)
+    alone = cross_encoder.score([("hepatoma", text), (middle, long_text)])
+    assert alone.tolist() == pytest.approx(logits[1:].tolist(), rel=1e-5, abs=0)  # as without the long mention beside them
 
 
 def test_with_bi_temperature_the_linkers_score_joins_the_logit(cross_encoder):
