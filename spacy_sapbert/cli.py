@@ -801,11 +801,11 @@ def choose_pipeline_command(
 def read_annotated_corpus(corpus: Path, labels: Sequence[str]) -> list:
     """The documents of a PubTator corpus that a command links or learns from, refused when it has no gold mention
     (of `labels`): nothing is chosen on 0 of 0, and no empty memory is written."""
-    from .evaluation.queries import no_mentions_error
+    from .evaluation.queries import corpus_labels, no_mentions_error
     from .readers.corpora import read_pubtator
 
     documents = list(read_pubtator(corpus))
-    present = {mention.label for document in documents for mention in document.mentions}
+    present = corpus_labels(documents)
     if not present or (labels and not present.intersection(labels)):
         raise no_mentions_error(corpus, labels, present=present)
     return documents

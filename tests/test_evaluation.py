@@ -547,6 +547,21 @@ def test_evaluate_command_tunes_the_memory_on_dev_and_reuses_the_settings(tmp_pa
     assert test["results"][f"{name} + memory"]["strict"] == tuned
 
 
+def test_a_memory_or_train_corpus_that_adds_nothing_is_an_error_naming_it(tmp_path, tiny_bert):
+    """A --memory corpus whose mentions --label kept none of (NCBI-disease's types are not 'Disease') gave a report
+    without memory rows, and such a --train corpus biosyn rows equal to the strict ones, without a word."""
+    (tmp_path / "corpus.txt").write_text(PUBTATOR, encoding="utf8")
+    (tmp_path / "ncbi.txt").write_text(PUBTATOR.replace("\tDisease\t", "\tSpecificDisease\t"), encoding="utf8")
+    (tmp_path / "vocab.txt").write_text("D1||Heart failure\nD2||Liver cancer|hepatoma\nD3||Kidney disease|nephropathy\n", encoding="utf8")
+    common = ["evaluate", str(tmp_path / "corpus.txt"), "--vocab", str(tmp_path / "vocab.txt"), "--model", tiny_bert,
+              "--label", "Disease", "--cache-dir", str(tmp_path / "cache"), "--output", str(tmp_path / "out.json")]
+    for option in ("--memory", "--train"):
+        result = CliRunner().invoke(app, common + [option, str(tmp_path / "ncbi.txt")])
+        assert result.exit_code == 1 and f"{option} {tmp_path / 'ncbi.txt'}: no gold mention" in result.output
+        assert "SpecificDisease" in result.output and not (tmp_path / "out.json").exists()
+    assert CliRunner().invoke(app, common + ["--memory", str(tmp_path / "corpus.txt")]).exit_code == 0
+
+
 def test_memory_settings_are_tuned_and_reused_per_protocol(tmp_path, tiny_bert):
     """Under biosyn the training mentions are names too, so the memory is tuned on that dictionary."""
     from spacy_sapbert import evaluation

@@ -13,7 +13,7 @@ from ..readers.corpora import detect_corpus_format
 from .dictionaries import PROTOCOLS, missing_gold, training_names, with_extra_names
 from .index_cache import build_encoder_index, index_cache
 from .memory_tuning import DEFAULT_MEMORY_GRID, memory_grid, tune_memory
-from .queries import EvalMention, Preprocessing, no_mentions_error, read_corpus
+from .queries import EvalMention, Preprocessing, corpus_labels, no_mentions_error, read_corpus
 from .ranks import score_retriever
 from .reports import model_label
 from .retrievers import ExactMatchRetriever, LinkerRetriever, NormalizedBaseline, TfidfRetriever
@@ -130,11 +130,12 @@ def run_benchmark(
     mentions, cuiless, _ = read_corpus(corpus, corpus_format, prep, labels)
     extra: List[Tuple[str, str]] = []
     for path in train:
-        train_mentions, _, _ = read_corpus(path, detect_corpus_format(path), prep, labels)
+        train_mentions, _, documents = read_corpus(path, detect_corpus_format(path), prep, labels)
+        names = training_names(train_mentions, kb, new_concepts=True)
+        if not names:  # the biosyn rows would silently be the strict ones
+            raise no_mentions_error(f"--train {path}", labels, present=corpus_labels(documents))
         # training mentions become names as they are searched: query-normalized (spelling corrected)
-        extra += [
-            (concept_id, normalizer.query(text)) for concept_id, text in training_names(train_mentions, kb, new_concepts=True)
-        ]
+        extra += [(concept_id, normalizer.query(text)) for concept_id, text in names]
     n_missing, absent = missing_gold(mentions, kb)
     if reachable_only:
         mentions = [m for m in mentions if any(i in kb for i in m.gold_set)]
@@ -142,8 +143,11 @@ def run_benchmark(
         raise no_mentions_error(corpus, labels, reachable_only)
     memory_mentions: List[Tuple[str, str]] = []
     for path in memory:
-        memory_corpus, _, _ = read_corpus(path, detect_corpus_format(path), prep, labels)
-        memory_mentions += [(text, concept_id) for concept_id, text in training_names(memory_corpus, kb)]
+        memory_corpus, _, documents = read_corpus(path, detect_corpus_format(path), prep, labels)
+        remembered = [(text, concept_id) for concept_id, text in training_names(memory_corpus, kb)]
+        if not remembered:  # the memory rows would silently be missing
+            raise no_mentions_error(f"--memory {path}", labels, reachable_only=True, present=corpus_labels(documents))
+        memory_mentions += remembered
 
     vocabulary = vocabulary_hash(kb)  # of the concepts as read; the normalizer is part of the cache key
 

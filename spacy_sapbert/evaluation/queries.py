@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..abbreviations import expand_abbreviations, find_abbreviations
 from ..context import MentionInContext
@@ -91,6 +91,11 @@ def mentions_from_queries(queries: Iterable[Query], prep: Preprocessing) -> Tupl
         parts = mention_parts(query.mention, query.gold)
         mentions.append(EvalMention(query.mention, query.gold, parts, query.doc_id))
     return mentions, cuiless
+
+
+def corpus_labels(documents: Optional[Iterable[Document]]) -> Set[str]:
+    """The mention labels (types) of a corpus's documents; empty for a format read without documents."""
+    return {mention.label for document in documents or () for mention in document.mentions}
 
 
 def no_mentions_error(
