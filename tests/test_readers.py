@@ -953,3 +953,23 @@ def test_a_file_with_cr_line_ends_is_an_error_and_a_stray_cr_a_bad_line(tmp_path
         concepts = list(read_dictionary(vocab, strict=False))
     assert [c.id for c in concepts] == ["D1", "D3"] and concepts[1].name == "hepatoma"
     assert any("skipped 1 malformed line" in str(w.message) for w in caught)
+
+
+def test_a_mesh_file_read_as_the_other_kind_is_refused_not_misread(tmp_path):
+    """A supplementary file read as descriptors took its mapped-to descriptors for tree numbers (types 'D001561'
+    and 'D': kept by --mesh-trees D, dropped by C) and lost its xrefs, without a word."""
+    from spacy_sapbert.readers import read_mesh_descriptors, read_mesh_supplementary
+
+    supplementary = tmp_path / "supp.tsv"
+    supplementary.write_text("C000002\tbevonium\tbevonium benzilate\tD001561\n", encoding="utf8")
+    descriptors = tmp_path / "desc.tsv"
+    descriptors.write_text("D000002\tTemefos\tTemephos\tD02.705.400.625.800\n", encoding="utf8")  # no taxon column
+    with pytest.raises(VocabularyFormatError, match=r"supp.tsv, line 1: 'C000002' is not a MeSH descriptor id .* read as mesh-supp"):
+        list(read_mesh_descriptors(supplementary))
+    with pytest.raises(VocabularyFormatError, match=r"desc.tsv, line 1: 'D000002' is not a MeSH supplementary record id"):
+        list(read_mesh_supplementary(descriptors))
+    assert [c.types for c in read_mesh_descriptors(descriptors)] == [["D02.705.400.625.800", "D"]]
+    assert [c.xrefs for c in read_mesh_supplementary(supplementary)] == [["MESH:D001561"]]
+    descriptors.write_text("D000002\tTemefos\tTemephos\tD02.705|chemicals\t\n", encoding="utf8")
+    with pytest.raises(VocabularyFormatError, match=r"'chemicals' is not a MeSH tree number"):
+        list(read_mesh_descriptors(descriptors))

@@ -8,10 +8,12 @@ unbalanced quote costs that one line only.
 from __future__ import annotations
 
 import csv
+import re
 from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 from ..kb import Concept
 from . import LinePolicy, MalformedLine, PathLike, check_file, numbered_lines
+from .relations import TREE_NUMBER
 
 DESCRIPTOR_COLUMNS = ("id", "name", "synonyms", "tree numbers", "taxon ids")
 SUPPLEMENTARY_COLUMNS = ("id", "name", "synonyms", "mapped-to descriptors")
@@ -52,14 +54,29 @@ def tree_types(tree_numbers: Sequence[str]) -> List[str]:
     return list(tree_numbers) + sorted({number[0] for number in tree_numbers if number})
 
 
+DESCRIPTOR_ID = re.compile(r"^D\d+$")
+SUPPLEMENTARY_ID = re.compile(r"^C\d+$")
+
+
+def _check_ids(ids: Sequence[str], pattern: re.Pattern, what: str, hint: str) -> None:
+    """MalformedLine for the first of `ids` that is not a `what` (each file's own kind, so that one file read as the
+    other is refused rather than read with its columns taken for others)."""
+    wrong = next((value for value in ids if not pattern.match(value)), None)
+    if wrong is not None:
+        raise MalformedLine(f"{wrong!r} is not a {what}{hint}")
+
+
 def parse_descriptor_row(row: Sequence[str]) -> Concept:
     """A descriptor concept from one row: id, name, synonyms, tree numbers and categories (-> types)[, taxon ids]."""
     _check_row(row, DESCRIPTOR_COLUMNS, 4)
+    _check_ids([row[0].strip()], DESCRIPTOR_ID, "MeSH descriptor id (D and digits)", "; a supplementary file is read as mesh-supp")
+    tree_numbers = _split(row[3], "|")
+    _check_ids(tree_numbers, TREE_NUMBER, "MeSH tree number (such as C04.557)", "")
     return Concept(
         id=row[0].strip(),
         name=row[1].strip(),
         synonyms=_split(row[2], "|"),
-        types=tree_types(_split(row[3], "|")),
+        types=tree_types(tree_numbers),
         sources=[MESH_SOURCE],
     )
 
@@ -67,11 +84,14 @@ def parse_descriptor_row(row: Sequence[str]) -> Concept:
 def parse_supplementary_row(row: Sequence[str]) -> Concept:
     """An SCR concept from one row: id, name, synonyms, mapped-to descriptors (-> xrefs "MESH:D......")."""
     _check_row(row, SUPPLEMENTARY_COLUMNS, 4)
+    _check_ids([row[0].strip()], SUPPLEMENTARY_ID, "MeSH supplementary record id (C and digits)", "; a descriptor file is read as mesh")
+    descriptors = _split(row[3], ",")
+    _check_ids(descriptors, DESCRIPTOR_ID, "MeSH descriptor id (D and digits)", "")
     return Concept(
         id=row[0].strip(),
         name=row[1].strip(),
         synonyms=_split(row[2], "|"),
-        xrefs=[f"MESH:{descriptor}" for descriptor in _split(row[3], ",")],
+        xrefs=[f"MESH:{descriptor}" for descriptor in descriptors],
         sources=[MESH_SOURCE],
     )
 
