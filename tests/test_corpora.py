@@ -395,6 +395,12 @@ def test_biosyn_concept_malformed(tmp_path):
     path = write(tmp_path, "y.concept", "1||0|5||Disease||fever\n1||0|5||Disease||fever||D1\n")
     with pytest.warns(CorpusWarning, match="line 1"):
         assert len(list(read_biosyn_concepts(path, strict=False))) == 1
+    # offsets that do not span the mention (a column out of place) were read as they came; 0|0 means none given
+    path = write(tmp_path, "w.concept", "1||0|0||Chemical||DMC||MESH:C506698\n1||57|28||Disease||fever||D1\n1||0|5||Disease||D1||fever\n")
+    with pytest.raises(VocabularyFormatError, match=r"w.concept, line 2: offsets '57\|28' span -29 characters, the mention 'fever' has 5"):
+        list(read_biosyn_concepts(path))
+    with pytest.warns(CorpusWarning, match=r"w.concept: skipped 2 .*line 2"):
+        assert [q.mention for q in read_biosyn_concepts(path, strict=False)] == ["DMC"]
 
 
 def test_xlbel_malformed(tmp_path):
@@ -404,6 +410,9 @@ def test_xlbel_malformed(tmp_path):
     path = write(tmp_path, "r.txt", "C1||fever\nC1\nC2||cough\n")
     with pytest.warns(CorpusWarning, match="line 2"):
         assert [q.mention for q in read_xlbel(path, strict=False)] == ["fever", "cough"]
+    path = write(tmp_path, "s.txt", "C1||california quail||the <tgt>bobcat</tgt> ran\nC2||||an <tgt>owl</tgt>\n")
+    with pytest.raises(VocabularyFormatError, match=r"s.txt, line 1: the mention column 'california quail' is not the text marked"):
+        list(read_xlbel(path))
 
 
 def test_pubtator_non_integer_start_is_counted_not_dropped(tmp_path):

@@ -312,6 +312,12 @@ def parse_biosyn_concept_line(line: str) -> Optional[Query]:
         raise MalformedLine("empty mention")
     if not gold:
         raise MalformedLine("empty concept id")
+    start, end = (int(b) for b in bounds)
+    if (start, end) != (0, 0) and end - start != len(mention):  # 0|0: a file without offsets (NLM-Chem's)
+        raise MalformedLine(
+            f"offsets {offsets!r} span {end - start} characters, the mention {mention!r} has {len(mention)}: "
+            "a column out of place (PMID||start|end||type||mention||concept_id)?"
+        )
     return Query(mention=mention, gold=gold, doc_id=pmid, label=label)
 
 
@@ -327,9 +333,9 @@ def parse_xlbel_line(line: str) -> Optional[Query]:
     """Query of one XL-BEL line, None for a blank line (doc_id is filled in by the reader).
 
     ``CUI||mention`` (v0.0): mention only. ``CUI||mention||sentence`` (v1.0): the sentence must mark the
-    mention once with ``<tgt>...</tgt>``; `context` is the sentence with the two markers removed (outer
-    whitespace stripped) and `mention` the marked text -- or the mention column when the marked span
-    is empty (one line of the German file has ``<tgt></tgt>``).
+    mention once with ``<tgt>...</tgt>`` (the mention column's text); `context` is the sentence with the two
+    markers removed (outer whitespace stripped) and `mention` the marked text -- or the mention column when
+    the marked span is empty (one line of the German file has ``<tgt></tgt>``).
     """
     if not line.strip():
         return None
@@ -348,6 +354,8 @@ def parse_xlbel_line(line: str) -> Optional[Query]:
         if len(markers) != 1 or sentence.count("<tgt>") != 1 or sentence.count("</tgt>") != 1:
             raise MalformedLine("context must mark the mention exactly once with <tgt>...</tgt>")
         marked = markers[0].group(1).strip()
+        if marked and mention and marked != mention:
+            raise MalformedLine(f"the mention column {mention!r} is not the text marked with <tgt> ({marked!r})")
         mention = marked or mention
         context = (sentence[: markers[0].start()] + markers[0].group(1) + sentence[markers[0].end() :]).strip()
     if not mention:
