@@ -973,3 +973,22 @@ def test_a_mesh_file_read_as_the_other_kind_is_refused_not_misread(tmp_path):
     descriptors.write_text("D000002\tTemefos\tTemephos\tD02.705|chemicals\t\n", encoding="utf8")
     with pytest.raises(VocabularyFormatError, match=r"'chemicals' is not a MeSH tree number"):
         list(read_mesh_descriptors(descriptors))
+
+
+def test_a_second_name_or_def_in_one_obo_stanza_is_a_bad_line_not_a_replacement(tmp_path):
+    """The second 'name' line of a stanza replaced the first (so did 'def' and 'namespace'), without a word."""
+    obo = tmp_path / "hp.obo"
+    obo.write_text(
+        "format-version: 1.2\n\n[Term]\nid: HP:0000002\nname: Abnormality of body height\nname: Body height\n"
+        "\n[Term]\nid: HP:0000003\nname: Multicystic kidney dysplasia\ndef: \"one\" []\ndef: \"two\" []\n",
+        encoding="utf8",
+    )
+    with pytest.raises(VocabularyFormatError, match=r"hp.obo, line 6: second 'name' in one stanza"):
+        list(read_obo(obo))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        concepts = list(read_obo(obo, strict=False))
+    assert [(c.id, c.name, c.definition) for c in concepts] == [
+        ("HP:0000002", "Abnormality of body height", ""), ("HP:0000003", "Multicystic kidney dysplasia", "one")
+    ]
+    assert any("skipped 2 malformed line" in str(w.message) for w in caught)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import codecs
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 from ..errors import VocabularyFormatError
 from ..kb import Concept
@@ -99,6 +99,11 @@ class _Term:
     definition: str = ""
     obsolete: bool = False
     rejected: bool = False  # a line of the stanza was malformed (and already counted)
+    tags: Set[str] = field(default_factory=set)  # the SINGLE_TAGS seen
+
+
+# Tags a [Term] has at most once (OBO 1.2): a second one would replace the first without a word
+SINGLE_TAGS = ("id", "name", "def", "namespace", "is_obsolete")
 
 
 def _non_empty(tag: str, value: str) -> str:
@@ -108,10 +113,13 @@ def _non_empty(tag: str, value: str) -> str:
 
 
 def apply_tag(term: _Term, tag: str, value: str) -> None:
-    """Record one tag of a [Term] stanza (unknown tags are ignored); MalformedLine for an empty or bad value."""
+    """Record one tag of a [Term] stanza (unknown tags are ignored); MalformedLine for an empty or bad value, or a
+    second one of the SINGLE_TAGS."""
+    if tag in SINGLE_TAGS:
+        if tag in term.tags:
+            raise MalformedLine(f"second '{tag}' in one stanza")
+        term.tags.add(tag)
     if tag == "id":
-        if term.id:
-            raise MalformedLine("second 'id' in one stanza")
         term.id = _non_empty(tag, strip_comment(value))
     elif tag == "name":
         term.name = _non_empty(tag, unescape(value).strip())
