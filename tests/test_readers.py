@@ -144,6 +144,12 @@ def test_spell_check(tmp_path):
     bad = write(tmp_path, "vocab_spell_bad.txt", "hemmorhage haemorrhage\n")
     with pytest.raises(VocabularyFormatError, match="line 1"):
         read_spell_check(bad)
+    # a misspelling corrected two ways: the last one won without a word; the same pair twice is fine
+    twice = write(tmp_path, "vocab_spell_twice.txt", "fist||first\nfist||first\nhemmorhage||haemorrhage\nfist||fist-degree\n")
+    with pytest.raises(VocabularyFormatError, match=r"line 4: 'fist' was corrected to 'first' at line 1, here to 'fist-degree'"):
+        read_spell_check(twice)
+    with pytest.warns(VocabularyWarning, match="skipped 1"):
+        assert read_spell_check(twice, strict=False) == {"fist": "first", "hemmorhage": "haemorrhage"}
 
 
 def test_real_medic_counts_match_source_txt():
@@ -992,3 +998,16 @@ def test_a_second_name_or_def_in_one_obo_stanza_is_a_bad_line_not_a_replacement(
         ("HP:0000002", "Abnormality of body height", ""), ("HP:0000003", "Multicystic kidney dysplasia", "one")
     ]
     assert any("skipped 2 malformed line" in str(w.message) for w in caught)
+
+
+def test_an_rrf_row_without_its_last_bar_says_so():
+    """'expected 18 ... fields ending in '|', got 18 items' read as a contradiction."""
+    from spacy_sapbert.readers import MalformedLine
+    from spacy_sapbert.readers.umls import MRCONSO_COLUMNS, split_rrf
+
+    row = "|".join(["C0000005", "ENG", "P"] + [""] * (len(MRCONSO_COLUMNS) - 4) + ["256"])  # CVF, the last column, given
+    assert len(split_rrf(row + "|", MRCONSO_COLUMNS)) == len(MRCONSO_COLUMNS)
+    with pytest.raises(MalformedLine, match=rf"expected {len(MRCONSO_COLUMNS)} fields, each followed by '\|', got {len(MRCONSO_COLUMNS)} fields and no '\|' at the end"):
+        split_rrf(row, MRCONSO_COLUMNS)
+    with pytest.raises(MalformedLine, match=rf"got {len(MRCONSO_COLUMNS) - 1} fields$"):
+        split_rrf(row.rsplit("|", 1)[0] + "|", MRCONSO_COLUMNS)

@@ -83,17 +83,24 @@ def parse_spell_check_line(line: str) -> Optional[Tuple[str, str]]:
 
 
 def read_spell_check(path: PathLike, strict: bool = True) -> Dict[str, str]:
-    """Misspelling -> correction from a BioSyn spell-check file (e.g. medic/ncbi-spell-check.txt)."""
+    """Misspelling -> correction from a BioSyn spell-check file (e.g. medic/ncbi-spell-check.txt). A misspelling
+    given a second, other correction is a bad line (which one would be meant?); the same pair twice is one."""
     path = check_file(path)
     policy = LinePolicy(path, strict)
     corrections: Dict[str, str] = {}
+    first_line: Dict[str, int] = {}
     for line_no, line in numbered_lines(path, policy):
         try:
             pair = parse_spell_check_line(line)
+            if pair is not None and corrections.get(pair[0], pair[1]) != pair[1]:
+                raise MalformedLine(
+                    f"{pair[0]!r} was corrected to {corrections[pair[0]]!r} at line {first_line[pair[0]]}, here to {pair[1]!r}"
+                )
         except MalformedLine as err:
             policy.reject(line_no, str(err), line)
             continue
         if pair is not None:
             corrections[pair[0]] = pair[1]
+            first_line.setdefault(pair[0], line_no)
     policy.finish(stacklevel=2)
     return corrections

@@ -42,9 +42,9 @@ def split_rrf(line: str, columns: Sequence[str]) -> List[str]:
     """The fields of one RRF row (trailing "|" removed); MalformedLine if the count is wrong."""
     fields = line.split("|")
     if len(fields) != len(columns) + 1 or fields[-1] != "":
-        raise MalformedLine(
-            f"expected {len(columns)} '|'-separated fields ending in '|', got {len(fields)} items"
-        )
+        got = len(fields) - 1 if fields[-1] == "" else len(fields)
+        ending = "" if fields[-1] == "" else " and no '|' at the end"
+        raise MalformedLine(f"expected {len(columns)} fields, each followed by '|', got {got} fields{ending}")
     return fields[:-1]
 
 
