@@ -287,6 +287,13 @@ def test_inputs_that_leave_nothing_are_errors_and_an_earlier_output_stays(built_
     assert earlier.read_text() == "D1||heart failure\n"
     result = runner.invoke(app, ["pairs", str(earlier), str(tmp_path / "pairs.txt")])  # one name: no pair
     assert result.exit_code == 1 and "no pair to write" in error_line(result) and not (tmp_path / "pairs.txt").exists()
+    # options of the other mode were accepted and did nothing
+    fine_tune = ["pairs", str(tmp_path / "pairs.txt"), "--corpus", str(corpus), "--vocab", str(tmp_path / "vocab.txt")]
+    result = runner.invoke(app, fine_tune + ["--max-pairs", "5", "--seed", "7"])
+    assert result.exit_code == 1 and error_line(result) == "error: --max-pairs, --seed do not apply with --corpus"
+    result = runner.invoke(app, ["pairs", str(earlier), str(tmp_path / "pairs.txt"), "--labels", "Disease"])
+    assert result.exit_code == 1 and error_line(result) == "error: --labels does not apply without --corpus"
+    assert not (tmp_path / "pairs.txt").exists()
     vocab = str(tmp_path / "vocab.txt")
     for args in (["evaluate", str(corpus), "--vocab", vocab, "--label", "Disease"],
                  ["choose-pipeline", str(corpus), str(built_pipeline), "--output", str(tmp_path / "chosen"), "--label", "Disease"],

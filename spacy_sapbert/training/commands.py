@@ -126,8 +126,8 @@ def extract_command(
 
 def pairs_command(
     files: List[Path] = typer.Argument(..., metavar="[SYNONYMS] OUTPUT", help="Synonyms file (from `extract`) and the pairs file to write; with --corpus only OUTPUT."),
-    max_pairs: int = typer.Option(50, help="At most this many pairs per concept (a seeded random sample); 0 for all."),
-    seed: int = typer.Option(0, help="Seed of the per-concept sampling."),
+    max_pairs: Optional[int] = typer.Option(None, help="At most this many pairs per concept (a seeded random sample); 0 for all. Default 50 (not with --corpus)."),
+    seed: Optional[int] = typer.Option(None, help="Seed of the per-concept sampling. Default 0 (not with --corpus)."),
     corpus: Optional[Path] = typer.Option(None, help="PubTator training corpus: write fine-tuning pairs (mention, name of its gold concept) instead."),
     vocab: Optional[Path] = typer.Option(None, help="Vocabulary of the corpus's gold ids (with --corpus)."),
     vocab_format: str = typer.Option("auto", help="Format of --vocab."),
@@ -148,6 +148,11 @@ def pairs_command(
     from .pairs import finetune_pairs, save_pairs, write_pairs
 
     check_file_outputs(files[-1], inputs=[*files[:-1], corpus, vocab, *translations])
+    given = {"--max-pairs": max_pairs is not None, "--seed": seed is not None, "--translations": bool(translations),
+             "--vocab": vocab is not None, "--labels": labels is not None}
+    ignored = [name for name in (("--max-pairs", "--seed", "--translations") if corpus else ("--vocab", "--labels")) if given[name]]
+    if ignored:  # they would be accepted and have no effect
+        raise SapbertError(f"{', '.join(ignored)} {'do' if len(ignored) > 1 else 'does'} not apply {'with' if corpus else 'without'} --corpus")
     if corpus is not None:
         if len(files) != 1:
             raise SapbertError("with --corpus give only the OUTPUT pairs file")
@@ -178,7 +183,8 @@ def pairs_command(
     from .pairs import translation_pairs
 
     extra = chain.from_iterable(translation_pairs(path, file_number=number) for number, path in enumerate(translations))
-    count = write_pairs(files[1], read_synonyms(files[0], strict=strict), max_pairs=max_pairs or None, seed=seed, extra=extra)
+    max_pairs = 50 if max_pairs is None else max_pairs
+    count = write_pairs(files[1], read_synonyms(files[0], strict=strict), max_pairs=max_pairs or None, seed=seed or 0, extra=extra)
     typer.echo(f"{count} pairs written to {files[-1]}", err=True)
 
 
