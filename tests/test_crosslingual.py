@@ -72,6 +72,14 @@ def test_extract_keeps_chosen_languages_and_records_each_names_language(tmp_path
     assert {line.split("\t")[1] for line in (tmp_path / "spa.tsv").read_text().splitlines()} == {"SPA"}
     result = runner.invoke(app, ["extract", str(tmp_path / "syn.txt"), "-o", str(tmp_path / "x.txt"), "--name-languages", str(tmp_path / "x.tsv")])
     assert result.exit_code == 1 and "--name-languages goes with --mrconso" in result.output
+    # only the concepts written: --semantic-types left fever out of the synonyms but not out of the languages file
+    mrsty = tmp_path / "MRSTY.RRF"
+    mrsty.write_text("C0018801|T047|B2.2.1.2.1|Disease or Syndrome|AT1|256|\nC0015967|T184|A2.2.2|Sign or Symptom|AT2|256|\n", encoding="utf8")
+    result = runner.invoke(app, ["extract", "--mrconso", str(multilingual_umls), "--mrsty", str(mrsty), "--semantic-types", "T184",
+                                 "--languages", "all", "-o", str(tmp_path / "t184.txt"), "--name-languages", str(tmp_path / "t184.tsv")])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "t184.txt").read_text() == "C0015967||fever|fiebre\n"
+    assert (tmp_path / "t184.tsv").read_text().splitlines() == ["C0015967\tENG\tfever", "C0015967\tSPA\tfiebre"]
 
 
 def test_translation_pairs_are_two_member_classes_of_their_own(tmp_path, multilingual_umls, tiny_xlmr):

@@ -62,7 +62,7 @@ def extract_command(
     mrsty: Optional[Path] = typer.Option(None, help="UMLS MRSTY.RRF (semantic types), needed by --semantic-types."),
     mrrel: Optional[Path] = typer.Option(None, help="UMLS MRREL.RRF: the names of a drug and its trade names are added to each other."),
     languages: str = typer.Option("ENG", help="UMLS languages (LAT), comma-separated; 'all' for every language."),
-    name_languages: Optional[Path] = typer.Option(None, help="With --mrconso: also write each name's language here ('ID<TAB>LAT<TAB>name' lines)."),
+    name_languages: Optional[Path] = typer.Option(None, help="With --mrconso: also write each name's language here ('ID<TAB>LAT<TAB>name' lines), for the concepts written to OUTPUT; a trade name --mrrel adds to a drug is listed under its own concept."),
     sources: Optional[str] = typer.Option(None, help="UMLS sources (SAB) to keep, comma-separated; default all."),
     exclude_sources: Optional[str] = typer.Option(None, help="UMLS sources (SAB) to leave out, comma-separated."),
     semantic_types: Optional[str] = typer.Option(None, help="Keep only UMLS concepts with one of these TUIs, comma-separated (needs --mrsty)."),
@@ -110,7 +110,15 @@ def extract_command(
 
             concepts, report = merge_by_xrefs(concepts)
             typer.echo(f"merged by cross-references: {report.summary()}", err=True)
-    count = write_synonyms(output, extract_synonyms(concepts, lowercase=lowercase))
+    written: set = set()  # the concepts in OUTPUT: --semantic-types (and anything else) left the others out
+
+    def recorded(items):
+        for concept_id, names in items:
+            if name_languages is not None:
+                written.add(concept_id)
+            yield concept_id, names
+
+    count = write_synonyms(output, recorded(extract_synonyms(concepts, lowercase=lowercase)))
     typer.echo(f"{count} concepts written to {output}", err=True)
     if name_languages is not None:
         from ..readers.umls import read_mrconso_languages
@@ -120,6 +128,7 @@ def extract_command(
             mrconso, languages=_split(languages), sources=_split(sources), exclude_sources=_split(exclude_sources) or (),
             strict=strict,
         )
+        rows = (row for row in rows if row[0] in written)
         counts = write_name_languages(name_languages, languages_of_names(rows, lowercase=lowercase))
         typer.echo(f"names per language written to {name_languages}: " + ", ".join(f"{k} {v}" for k, v in counts.items()), err=True)
 
