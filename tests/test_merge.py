@@ -63,3 +63,19 @@ def test_extract_merge_xrefs(tmp_path):
     assert "3 concepts -> 2 classes (1 joins, 0 refused" in result.output
     result = runner.invoke(app, ["extract", "--mrconso", str(tmp_path / "x.RRF"), "-o", str(tmp_path / "u.txt"), "--merge-xrefs"])
     assert result.exit_code == 1 and "--merge-xrefs goes with vocabulary files" in result.output
+
+
+def test_extract_joins_a_concept_to_the_one_its_alternative_id_names(tmp_path):
+    """Without --merge-xrefs, MEDIC's OMIM:211980 (alternative id D008175) and MeSH's D008175 were two classes
+    holding the same names, so SAP trained "lung neoplasms" away from itself; 213 such pairs in the project's
+    MEDIC + MeSH C and D. An id spelled MESH:D... is the same id."""
+    (tmp_path / "medic.txt").write_text(
+        "OMIM:211980|D008175||Lung Neoplasms|Lung cancer\nMESH:D000006||Abdomen, Acute\n", encoding="utf8")
+    (tmp_path / "mesh_id_label_mappings.tsv").write_text(
+        "D008175\tLung Neoplasms\tNeoplasm, Lung\tC04.588.894.797.520\t\nD000006\tAbdomen, Acute\tAcute Abdomen\tC23.888.592.612.054.200\t\n",
+        encoding="utf8")
+    result = CliRunner().invoke(app, ["extract", str(tmp_path / "medic.txt"), str(tmp_path / "mesh_id_label_mappings.tsv"), "-o", str(tmp_path / "syn.txt")])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "syn.txt").read_text() == (
+        "OMIM:211980||lung neoplasms|lung cancer|neoplasm, lung\nMESH:D000006||abdomen, acute|acute abdomen\n")
+    assert "merged by ids and alternative ids: 4 concepts -> 2 classes (2 joins" in result.output

@@ -73,8 +73,8 @@ def extract_command(
 ) -> None:
     """Write the synonym sets of a vocabulary or of UMLS: names lowercased and deduplicated per concept.
 
-    UMLS is streamed (a full MRCONSO extracts in well under 4 GB of memory). Several vocabulary files
-    are merged by concept id.
+    UMLS is streamed (a full MRCONSO extracts in well under 4 GB of memory). The concepts of vocabulary
+    files are merged by id, alternative ids included (with --merge-xrefs, by cross-references too).
     """
     from ..outputs import check_file_outputs
     from .extract import extract_synonyms, umls_concepts, write_synonyms
@@ -104,12 +104,13 @@ def extract_command(
             raise SapbertError("--mrsty, --mrrel and --semantic-types go with --mrconso")
         from ..readers import read_vocabularies, vocabulary_specs
 
-        concepts = read_vocabularies(vocabulary_specs(vocabulary, format, mesh_trees), strict=strict)
-        if merge_xrefs:
-            from .merge import merge_by_xrefs
+        from .merge import MERGE_PREFIXES, merge_by_xrefs
 
-            concepts, report = merge_by_xrefs(concepts)
-            typer.echo(f"merged by cross-references: {report.summary()}", err=True)
+        concepts = read_vocabularies(vocabulary_specs(vocabulary, format, mesh_trees), strict=strict)
+        # one class per id: a concept's alternative ids join it to the concept of that id (MEDIC's OMIM:211980 lists
+        # D008175, the MeSH descriptor of the same disease), else one disease's names were two classes of SAP
+        concepts, report = merge_by_xrefs(concepts, prefixes=MERGE_PREFIXES if merge_xrefs else ())
+        typer.echo(f"merged by {'cross-references' if merge_xrefs else 'ids and alternative ids'}: {report.summary()}", err=True)
     written: set = set()  # the concepts in OUTPUT: --semantic-types (and anything else) left the others out
 
     def recorded(items):

@@ -101,17 +101,33 @@ def _keys(concept: Concept, prefixes: Sequence[str]) -> List[str]:
     return unique(keys)
 
 
+def same_ids_merged(concepts: Sequence[Concept]) -> List[Concept]:
+    """`concepts` with those whose ids are one id spelled two ways ("MESH:D000006" in MEDIC, "D000006" in MeSH)
+    merged into the first: one concept, not two of one namespace."""
+    merged: List[Concept] = []
+    row_of: Dict[str, int] = {}
+    for concept in concepts:
+        key = entity_id(concept.id)
+        if key in row_of:
+            merged[row_of[key]] = merged[row_of[key]].merged(concept)
+        else:
+            row_of[key] = len(merged)
+            merged.append(concept)
+    return merged
+
+
 def merge_by_xrefs(concepts: Iterable[Concept], prefixes: Sequence[str] = MERGE_PREFIXES) -> Tuple[List[Concept], MergeReport]:
     """The classes of `concepts` joined by shared ids (see the module docstring), as Concepts: the members
     merged into the first (`Concept.merged`), with the other members' ids as xrefs. Pure."""
-    concepts = list(concepts)
+    given = list(concepts)
+    concepts = same_ids_merged(given)
     prefixes = tuple(prefix.upper() for prefix in prefixes)
     holders: Dict[str, List[int]] = {}
     for row, concept in enumerate(concepts):
         for key in _keys(concept, prefixes):
             holders.setdefault(key, []).append(row)
     classes = _Classes([id_namespace(concept.id) for concept in concepts])
-    report = MergeReport(concepts=len(concepts))
+    report = MergeReport(concepts=len(given), joins=len(given) - len(concepts))
     for key, rows in sorted(holders.items(), key=lambda item: (len(item[1]), item[0])):
         rows = sorted(rows, key=lambda row: entity_id(concepts[row].id) != key)  # the id's own concept anchors the join
         for other in rows[1:]:
