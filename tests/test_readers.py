@@ -742,6 +742,30 @@ def test_obo_graph_json_nodes(tmp_path):
     assert detect_format(path) == "obo-json"
 
 
+def test_synonym_scopes_keep_the_synonyms_that_name_the_term(tmp_path):
+    """extract gave every synonym of an OBO term as its name: a BROAD "Kidney disease" of Nephropathy became a SAP
+    positive of it (2,433 non-exact synonyms in hp.obo). Readers keep all unless told; extract keeps EXACT."""
+    obo = write(tmp_path, "hp.obo", "format-version: 1.2\n\n[Term]\nid: HP:0000112\nname: Nephropathy\n"
+                'synonym: "Kidney disease" BROAD []\nsynonym: "Renal disease" EXACT []\nsynonym: "kidney problem" EXACT layperson []\n'
+                'synonym: "nephrosis" []\nnarrow_synonym: "Nephritis" []\n')
+    assert read_obo(obo).__next__().synonyms == ["Kidney disease", "Renal disease", "kidney problem", "nephrosis", "Nephritis"]
+    assert next(read_obo(obo, synonym_scopes=["EXACT"])).synonyms == ["Renal disease", "kidney problem"]
+    assert next(read_obo(obo, synonym_scopes=["related", "NARROW"])).synonyms == ["nephrosis", "Nephritis"]  # no scope: RELATED
+    graph = write(tmp_path, "hp-graph.json", json.dumps(GRAPH))
+    assert next(read_obo_graph_json(graph, synonym_scopes=["EXACT"])).synonyms == []
+    with pytest.raises(SapbertError, match="synonym scopes must be some of EXACT, NARROW, BROAD, RELATED, got WIDE"):
+        next(read_obo(obo, synonym_scopes=["wide"]))
+    from typer.testing import CliRunner
+
+    from spacy_sapbert.cli import app
+
+    runner = CliRunner()
+    result = runner.invoke(app, ["extract", str(obo), "-o", str(tmp_path / "exact.txt")])
+    assert result.exit_code == 0 and (tmp_path / "exact.txt").read_text() == "HP:0000112||nephropathy|renal disease|kidney problem\n"
+    result = runner.invoke(app, ["extract", str(obo), "-o", str(tmp_path / "all.txt"), "--synonym-scopes", "all"])
+    assert result.exit_code == 0 and (tmp_path / "all.txt").read_text().count("|") == 7
+
+
 @pytest.mark.parametrize(
     "node_change, where",
     [

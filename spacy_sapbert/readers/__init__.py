@@ -187,17 +187,20 @@ def read_vocabulary(path: PathLike, format: str, **options: Any) -> Iterator[Con
 
 
 def vocabulary_specs(
-    paths: Sequence[PathLike], format: str = "auto", mesh_trees: Sequence[str] = (), key_by: Optional[str] = None
+    paths: Sequence[PathLike], format: str = "auto", mesh_trees: Sequence[str] = (), key_by: Optional[str] = None,
+    synonym_scopes: Optional[Sequence[str]] = None,
 ) -> List[Tuple[Path, str, Dict[str, Any]]]:
     """(path, format, reader options) for each file ("auto": told from each file's content, now).
 
     `mesh_trees` filters MeSH descriptor files by tree; `key_by` keys every file's concepts by their
-    cross-references with that prefix (e.g. "UMLS").
+    cross-references with that prefix (e.g. "UMLS"); `synonym_scopes` keeps the OBO synonyms of those scopes.
     """
     specs = []
     for path in paths:
         fmt = resolve_format(path, format)
         options: Dict[str, Any] = {"trees": list(mesh_trees)} if fmt == "mesh" and mesh_trees else {}
+        if synonym_scopes is not None and fmt in ("obo", "obo-json"):
+            options["synonym_scopes"] = list(synonym_scopes)
         if key_by:
             options["key_by"] = key_by
         specs.append((Path(path), fmt, options))

