@@ -148,6 +148,7 @@ def merge_by_xrefs(concepts: Iterable[Concept], prefixes: Sequence[str] = MERGE_
         merged.append(dataclasses.replace(joined, xrefs=[c.id for c in group[1:]] + joined.xrefs))
     report.classes = len(merged)
     report.class_sizes = dict(sorted(Counter(len(rows) for rows in members.values()).items()))
-    biggest = max(members.values(), key=len)
-    report.largest = (concepts[biggest[0]].id, len(biggest), len(unique(n for row in biggest for n in concepts[row].names)))
+    if members:
+        biggest = max(members.values(), key=len)
+        report.largest = (concepts[biggest[0]].id, len(biggest), len(unique(n for row in biggest for n in concepts[row].names)))
     return merged, report
