@@ -28,7 +28,7 @@ from spacy.tokens import Doc, Span
 from spacy.util import filter_spans
 
 from .errors import SapbertError
-from .readers.corpora import Document, read_pubtator
+from .readers.corpora import Document, cut_at_boundaries, read_pubtator, split_at_boundaries  # noqa: F401 (re-exported)
 
 # PubTator types -> NER labels. NCBI-disease's four types are all diseases; BC5CDR's are kept.
 DEFAULT_LABEL_MAP: Dict[str, str] = {
@@ -112,23 +112,6 @@ def trimmed_offsets(text: str, start: int, end: int) -> Tuple[int, int]:
     return start, end
 
 
-def split_at_boundaries(doc: Doc, boundaries: Set[int]) -> Tuple[List[str], List[bool]]:
-    """(words, spaces) of `doc` with each token cut at every boundary strictly inside it.
-
-    Pieces of a cut token are joined without spaces, so the text is unchanged; a boundary that falls
-    on a token edge or in whitespace changes nothing.
-    """
-    words: List[str] = []
-    spaces: List[bool] = []
-    for token in doc:
-        start = token.idx
-        cuts = sorted(b - start for b in boundaries if start < b < start + len(token.text))
-        pieces = [token.text[i:j] for i, j in zip([0] + cuts, cuts + [len(token.text)])]
-        words.extend(pieces)
-        spaces.extend([False] * (len(pieces) - 1) + [bool(token.whitespace_)])
-    return words, spaces
-
-
 def training_doc(
     make_doc: Callable[[str], Doc],
     document: Document,
@@ -157,9 +140,7 @@ def training_doc(
     token_starts = {token.idx for token in doc}
     token_ends = {token.idx + len(token.text) for token in doc}
     report.split_tokens = sum(1 for start, end, _, _ in placed if start not in token_starts or end not in token_ends)
-    if report.split_tokens:
-        words, spaces = split_at_boundaries(doc, {offset for start, end, _, _ in placed for offset in (start, end)})
-        doc = Doc(doc.vocab, words=words, spaces=spaces)
+    doc = cut_at_boundaries(doc, {offset for start, end, _, _ in placed for offset in (start, end)})
     spans: List[Span] = []
     seen: Set[Tuple[int, int, str]] = set()
     for start, end, label, gold in placed:

@@ -32,7 +32,7 @@ import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, List, Optional, Set, Tuple, Union
 
 from ..errors import SapbertError
 from . import LinePolicy, MalformedLine, PathLike, VocabularyWarning, check_file, detect_corpus_format, numbered_lines
@@ -456,11 +456,41 @@ def _make_doc_function(nlp_or_make_doc) -> Callable[[str], Doc]:
     )
 
 
+def split_at_boundaries(doc: Doc, boundaries: Set[int]) -> Tuple[List[str], List[bool]]:
+    """(words, spaces) of `doc` with each token cut at every boundary strictly inside it.
+
+    Pieces of a cut token are joined without spaces, so the text is unchanged; a boundary that falls
+    on a token edge or in whitespace changes nothing.
+    """
+    words: List[str] = []
+    spaces: List[bool] = []
+    for token in doc:
+        start = token.idx
+        cuts = sorted(b - start for b in boundaries if start < b < start + len(token.text))
+        pieces = [token.text[i:j] for i, j in zip([0] + cuts, cuts + [len(token.text)])]
+        words.extend(pieces)
+        spaces.extend([False] * (len(pieces) - 1) + [bool(token.whitespace_)])
+    return words, spaces
+
+
+def cut_at_boundaries(doc: Doc, boundaries: Set[int]) -> Doc:
+    """`doc`, or a Doc of the same text whose tokens are cut at each of `boundaries` that falls inside one
+    ("DMD)or" -> "DMD", ")or"), so that mentions with those offsets are exactly token spans."""
+    from spacy.tokens import Doc as SpacyDoc
+
+    edges = {token.idx for token in doc} | {token.idx + len(token.text) for token in doc}
+    inside = {b for b in boundaries if b not in edges and any(t.idx < b < t.idx + len(t.text) for t in doc)}
+    if not inside:
+        return doc
+    words, spaces = split_at_boundaries(doc, inside)
+    return SpacyDoc(doc.vocab, words=words, spaces=spaces)
+
+
 def _place_mentions(make_doc: Callable[[str], Doc], document: Document) -> Tuple[Doc, List[Mention]]:
     """(Doc, mentions that could not be placed) for one Document."""
     from spacy.util import filter_spans
 
-    doc = make_doc(document.text)
+    doc = cut_at_boundaries(make_doc(document.text), {offset for m in document.mentions for offset in (m.start, m.end)})
     spans = []
     dropped: List[Mention] = []
     for mention in document.mentions:
@@ -486,8 +516,8 @@ def _place_mentions(make_doc: Callable[[str], Doc], document: Document) -> Tuple
 def document_to_doc(nlp_or_make_doc, document: Document) -> Doc:
     """A spaCy Doc of `document.text` (made with ``nlp.make_doc``) whose ents are the gold mentions.
 
-    Each ent has label = mention label and ``kb_id_`` = the raw gold id string. Mention offsets that
-    do not fall on token boundaries are expanded to the covering tokens. Overlapping mentions are
+    Each ent has label = mention label and ``kb_id_`` = the raw gold id string. Tokens are cut where a
+    mention starts or ends inside one, so each ent is the annotated text. Overlapping mentions are
     resolved by keeping the longer one (``spacy.util.filter_spans``); mentions that could not be placed
     are reported in one CorpusWarning and listed in ``doc.user_data["sapbert_unplaced_mentions"]``
     as plain (start, end, text, gold) tuples.
