@@ -1,6 +1,7 @@
 """Command line: `python -m spacy_sapbert COMMAND --help`."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -667,6 +668,7 @@ def add_memory_command(
 
     from .outputs import check_pipeline_output
     from .pipeline import abbreviation_detectors, choose_linker_name, gold_entities_kept, linker_names, save_pipeline, the_linker
+    from .ner_corpus import DEFAULT_LABEL_MAP
     from .readers.corpora import documents_to_docs
 
     check_pipeline_output(output, overwrite)
@@ -679,14 +681,20 @@ def add_memory_command(
     added = 0
     for corpus in corpora:
         documents = read_annotated_corpus(corpus, label)
-        if label:
-            for document in documents:
-                document.mentions = [m for m in document.mentions if m.label in label]
+        for document in documents:  # labelled as the NER labels them (SpecificDisease -> Disease), as the linker's labels are
+            document.mentions = [
+                dataclasses.replace(m, label=DEFAULT_LABEL_MAP.get(m.label, m.label)) for m in document.mentions if not label or m.label in label
+            ]
         docs = documents_to_docs(nlp, documents)
         with gold_entities_kept(nlp):  # the gold mentions go into the memory, none dropped as a short form
             for detector in abbreviation_detectors(nlp):
                 docs = [detector(doc) for doc in docs]
         added += linker.add_to_memory(docs)
+    if not linker.memory:  # a pipeline saved with an empty memory would reproduce none of evaluate's memory rows
+        raise SapbertError(
+            f"no gold mention of {', '.join(map(str, corpora))} went into the memory: {linker.name} links the labels "
+            f"{list(linker.labels) or 'all'}; nothing was written"
+        )
     save_pipeline(nlp, output, overwrite=overwrite)
     typer.echo(f"{added} new memory entries ({len(linker.memory or [])} in all) written to {output}", err=True)
 

@@ -182,6 +182,29 @@ def test_gold_short_forms_are_linked_and_remembered_though_the_detector_labels_s
     assert list(zip(memory.texts, memory.ids)) == [("renal trouble", "OMIM:3")]
 
 
+def test_add_memory_labels_mentions_as_the_ner_does_and_refuses_an_empty_memory(tmp_path, tiny_bert):
+    """A linker restricted to the NER's label ("Disease") took none of NCBI-disease's SpecificDisease mentions, and
+    add-memory saved the pipeline with an empty memory without a word."""
+    import spacy
+
+    from spacy_sapbert.kb import Concept
+    from spacy_sapbert.pipeline import build_pipeline
+
+    corpus = tmp_path / "train.txt"
+    corpus.write_text("7|t|Renal trouble.\n7|a|x\n7\t0\t13\tRenal trouble\tSpecificDisease\tOMIM:3\n\n", encoding="utf8")
+    for labels, out in ((["Disease"], "disease"), (["Chemical"], "chemical")):
+        nlp = build_pipeline([Concept("OMIM:3", "Kidney disease")], tiny_bert, label=None, linker_config={"labels": labels})
+        nlp.to_disk(tmp_path / f"pipe-{out}")
+        result = runner.invoke(app, ["add-memory", str(tmp_path / f"pipe-{out}"), str(corpus), "--output", str(tmp_path / out)])
+        if labels == ["Disease"]:
+            assert result.exit_code == 0, result.output
+            memory = spacy.load(tmp_path / out).get_pipe("sapbert_linker").memory
+            assert list(zip(memory.texts, memory.ids)) == [("renal trouble", "OMIM:3")]
+        else:
+            assert result.exit_code == 1 and "went into the memory: sapbert_linker links the labels ['Chemical']" in result.output
+            assert not (tmp_path / out).exists()
+
+
 def test_demo_and_add_memory_need_component_when_a_pipeline_has_two_linkers(two_linker_pipeline, tmp_path, monkeypatch):
     import spacy
 
