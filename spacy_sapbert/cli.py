@@ -147,7 +147,8 @@ def build_index_command(
     from .pipeline import build_pipeline, save_pipeline, the_linker
     from .readers import read_vocabulary
 
-    chunk_dir = chunk_dir or output.with_name(output.name + CHUNKS_SUFFIX)
+    named = output if output.name else output.absolute()  # "." has no name to put the suffix on
+    chunk_dir = chunk_dir or named.with_name(named.name + CHUNKS_SUFFIX)
     try:
         check_pipeline_output(output, overwrite)
     except OutputExistsError as err:  # a build stopped between saving the pipeline and removing its chunks
