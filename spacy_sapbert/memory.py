@@ -219,12 +219,9 @@ class MentionMemory:
 
     def add(self, entries: Iterable[Tuple[str, str]], encode: Encode) -> int:
         """Add (mention string, concept id) entries; strings are encoded once. Returns how many were new."""
-        new = []
-        for text, concept_id in entries:
-            key = (text, concept_id)
-            if text and concept_id and key not in self._keys:
-                self._keys.add(key)
-                new.append(key)
+        new = list(dict.fromkeys(
+            (text, concept_id) for text, concept_id in entries if text and concept_id and (text, concept_id) not in self._keys
+        ))
         if not new:
             return 0
         distinct = sorted({text for text, _ in new})
@@ -232,6 +229,7 @@ class MentionMemory:
         self.vectors.add(numpy.stack([rows[text] for text, _ in new]))
         self.texts.extend(text for text, _ in new)
         self.ids.extend(concept_id for _, concept_id in new)
+        self._keys.update(new)  # only now: an encoder that fails leaves the memory as it was, and a retry adds them
         return len(new)
 
     def remapped(self, primary_id: Callable[[str], Optional[str]]) -> Tuple["MentionMemory", int]:

@@ -119,6 +119,21 @@ def test_memory_adds_distinct_entries_and_finds_neighbours(tmp_path):
     assert loaded.add([("banana", "X2")], fake_encode) == 0
 
 
+def test_an_add_whose_encoder_fails_leaves_the_memory_as_it_was_and_a_retry_adds_the_entries():
+    """The entries were marked as held before they were encoded: after an encoder error (out of memory, say) the
+    memory held no vector for them, and adding them again added nothing."""
+    memory = MentionMemory(26)
+
+    def failing(texts):
+        raise MemoryError("out of memory")
+
+    with pytest.raises(MemoryError):
+        memory.add([("apple", "X1"), ("banana", "X2")], failing)
+    assert len(memory) == 0 and memory.vectors.ntotal == 0
+    assert memory.add([("apple", "X1"), ("banana", "X2")], fake_encode) == 2
+    assert (memory.texts, memory.ids) == (["apple", "banana"], ["X1", "X2"])
+
+
 def test_memory_files_that_are_missing_or_from_different_builds_are_named(tmp_path):
     memory = MentionMemory(26)
     memory.add([("apple", "X1"), ("banana", "X2")], fake_encode)
