@@ -751,14 +751,14 @@ class SapbertLinker(Pipe):
         reranker = model if isinstance(model, Reranker) else Reranker(
             model, device=self.encoder_options["device"], local_files_only=local_files_only, backend=self.rerank_backend
         )
-        check_trained_on(reranker, self._require_encoder().fingerprint, self.normalizer.settings(), where)
+        check_trained_on(reranker, self._require_encoder(), self.normalizer.settings(), where)
         self.reranker = reranker
 
     def _check_reranker(self, where: str) -> None:
         """SapbertError when the re-ranker in use was trained for another encoder than the one loaded now (it was
         kept across a from_disk, from_bytes or initialize that replaced the encoder)."""
         if self.reranker is not None and self.encoder is not None:
-            check_trained_on(self.reranker, self.encoder.fingerprint, self.normalizer.settings(), where)
+            check_trained_on(self.reranker, self.encoder, self.normalizer.settings(), where)
 
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
         msg: Dict[str, bytes] = {CFG_FILE: srsly.json_dumps(self._cfg()).encode("utf8")}

@@ -380,17 +380,33 @@ def check_reranker_head(reranker: Reranker, where: str) -> None:
         )
 
 
-def check_trained_on(reranker: Reranker, encoder_fingerprint: str, normalizer: Mapping[str, Any], where: str) -> None:
+# How the linker's encoder made the scores a re-ranker was trained to correct (with a bi_temperature, it adds them):
+# recorded in its trained_on beside the fingerprint; a re-ranker saved before they were is not checked for them
+BI_ENCODER_SETTINGS = ("pooling", "max_length")
+
+
+def bi_encoder_record(encoder) -> Dict[str, Any]:
+    """What a re-ranker records of the linker's encoder (`trained_on`, with the normalizer's settings)."""
+    return {"encoder_fingerprint": encoder.fingerprint, **{key: getattr(encoder, key) for key in BI_ENCODER_SETTINGS}}
+
+
+def check_trained_on(reranker: Reranker, encoder, normalizer: Mapping[str, Any], where: str) -> None:
     """SapbertError when the re-ranker's head is new (an encoder's folder, not a re-ranker's), or it was trained on
-    another bi-encoder's candidates or other normalized text."""
+    another bi-encoder's candidates (other weights, pooling or max_length of `encoder`) or other normalized text."""
     check_reranker_head(reranker, where)
     trained = reranker.trained_on
     if not trained:
         return
-    if not same_encoder(trained.get("encoder_fingerprint"), encoder_fingerprint):
+    if not same_encoder(trained.get("encoder_fingerprint"), encoder.fingerprint):
         raise SapbertError(
             f"{where}: the re-ranker {reranker.name} was trained on the candidates of encoder {trained.get('encoder_fingerprint')}, "
-            f"but this linker's encoder is {encoder_fingerprint}; train one for this pipeline (train-reranker)"
+            f"but this linker's encoder is {encoder.fingerprint}; train one for this pipeline (train-reranker)"
+        )
+    other = {key: (trained[key], getattr(encoder, key)) for key in BI_ENCODER_SETTINGS if key in trained and trained[key] != getattr(encoder, key)}
+    if other:
+        raise SapbertError(
+            f"{where}: the re-ranker {reranker.name} was trained on the candidates of this encoder run otherwise, (trained, here) "
+            f"{other}; train one for this pipeline (train-reranker)"
         )
     mismatched = {key: (trained.get("normalizer", {}).get(key), value) for key, value in normalizer.items() if trained.get("normalizer", {}).get(key) != value}
     if mismatched:

@@ -174,6 +174,7 @@ def test_train_reranker_learns_the_training_mentions_then_joins_the_pipeline(lin
     assert sum(losses[-5:]) / 5 < 0.6 * losses[0]  # from ln(4): the gold candidate's share grew
     meta = json.loads((model_dir / "reranker.json").read_text())
     assert meta["trained_on"]["encoder_fingerprint"] == linker.encoder.fingerprint and meta["max_length"] == 32
+    assert (meta["trained_on"]["pooling"], meta["trained_on"]["max_length"]) == (linker.encoder.pooling, linker.encoder.max_length)
     assert (tmp_path / "run" / "loss.png").exists() and (model_dir / "README.md").exists()
 
     result = CliRunner().invoke(app, ["add-reranker", str(linker_pipeline), str(model_dir), "--output", str(tmp_path / "with"), "--rerank-k", "4"])
@@ -196,6 +197,15 @@ def test_a_reranker_of_another_encoder_is_refused_and_rerank_k_above_k_is_a_conf
     write_meta(tmp_path / "rr", 32, 4, {"encoder_fingerprint": linker.encoder.fingerprint, "normalizer": {"lowercase": False}})
     with pytest.raises(SapbertError, match="normalized otherwise"):
         linker.set_reranker(tmp_path / "rr")
+    # trained on the candidates of this encoder pooled otherwise: its bi-encoder scores were other ones
+    other_pooling = "cls" if linker.encoder.pooling != "cls" else "mean"
+    write_meta(tmp_path / "rr", 32, 4, {"encoder_fingerprint": linker.encoder.fingerprint, "normalizer": linker.normalizer.settings(),
+                                        "pooling": other_pooling, "max_length": linker.encoder.max_length})
+    with pytest.raises(SapbertError, match=rf"run otherwise, \(trained, here\) {{'pooling': \('{other_pooling}', '{linker.encoder.pooling}'\)}}"):
+        linker.set_reranker(tmp_path / "rr")
+    write_meta(tmp_path / "rr", 32, 4, {"encoder_fingerprint": linker.encoder.fingerprint, "normalizer": linker.normalizer.settings(),
+                                        "pooling": linker.encoder.pooling, "max_length": linker.encoder.max_length})
+    linker.set_reranker(tmp_path / "rr")  # the same settings: taken
     with pytest.raises(SapbertError, match=r"`rerank_k` \(11\) is larger than `k` \(10\)"):
         spacy.blank("en").add_pipe("sapbert_linker", config={"model": tiny_bert, "rerank_k": 11})
     with pytest.raises(SapbertError, match=r"`rerank_weight` must be a positive number, got 0"):

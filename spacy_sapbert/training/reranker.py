@@ -30,7 +30,7 @@ from ..context import MentionInContext
 from ..errors import SapbertError
 from ..extras import require
 from ..preprocess import resolve_gold_id
-from ..reranker import candidate_text, combined_logits, default_max_length, mention_side, pair_logits, write_meta
+from ..reranker import bi_encoder_record, candidate_text, combined_logits, default_max_length, mention_side, pair_logits, write_meta
 from .checkpoints import CPU_BF16_HELP, require_at_least_one
 from .loop import LossWindow, TrainingRun, file_digest
 from .options import setting
@@ -219,7 +219,7 @@ def train_reranker(config: RerankerConfig, resume: bool = False) -> Path:
     groups, counts = mine_groups(linker, mentions, config.candidates, config.max_names)
     if not groups:
         raise SapbertError(f"no training mention has its gold concept in {config.pipeline}'s vocabulary: {counts}")
-    trained_on = {"encoder_fingerprint": linker.encoder.fingerprint, "normalizer": linker.normalizer.settings()}
+    trained_on = {**bi_encoder_record(linker.encoder), "normalizer": linker.normalizer.settings()}
     run = RerankerRun.start(
         config, config_file=CONFIG_FILE, resume=resume, trajectory_keys=TRAJECTORY_KEYS, fixed_keys=FIXED_KEYS,
         inputs={"corpora": [file_digest(path) for path in config.corpora], "linker": trained_on},
