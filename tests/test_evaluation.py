@@ -717,3 +717,47 @@ def test_evaluate_scores_several_rerank_weights_in_one_run_each_pair_once(tmp_pa
     assert single[f"{name} + memory + re-ranker"] == results[memory_rows[1]]
     result = CliRunner().invoke(app, args + ["--rerank-weight", "1", "--rerank-weight", "0"])
     assert result.exit_code == 1 and "--rerank-weight must be a positive number, got 0.0" in result.output
+
+
+class CountingEncoder:
+    """What build_encoder_index reads of an encoder, with vectors from the texts alone and a count of encode calls."""
+
+    def __init__(self, batch_size: int = 128, delay: float = 0.0):
+        self.fingerprint, self.backend, self.pooling, self.max_length = "0123456789abcdef", "torch", "mean", 25
+        self.batch_size, self.delay, self.calls = batch_size, delay, 0
+
+    def encode(self, texts, progress=False):
+        import time
+        import zlib
+
+        self.calls += 1
+        time.sleep(self.delay)
+        return numpy.array([[zlib.crc32(t.encode()) % 97 + 1, len(t), 1.0] for t in texts], dtype="float32")
+
+
+def test_the_eval_index_cache_is_keyed_by_batch_size_and_built_once_by_runs_at_the_same_time(tmp_path):
+    """Two evaluations of one key at once shared its chunk folder: the first removed it while the second still wrote
+    there, leaving a folder without manifest that stopped every later build; and a --batch-size 1 run read the
+    vectors a --batch-size 128 run had encoded (found by an audit)."""
+    import threading
+
+    from spacy_sapbert.evaluation import build_encoder_index
+
+    concepts = [Concept("D1", "heart failure"), Concept("D2", "liver cancer"), Concept("D3", "kidney disease")]
+    cache = tmp_path / "cache"
+    encoders = [CountingEncoder(delay=0.5), CountingEncoder(delay=0.5)]
+    built = [None, None]
+
+    def run(number):
+        built[number] = build_encoder_index(encoders[number], concepts, cache_dir=cache, chunk_size=1)
+
+    threads = [threading.Thread(target=run, args=(number,)) for number in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(encoder.calls for encoder in encoders) == [0, 3]  # one run encoded (a chunk a call), the other read it
+    assert list(built[0].names) == list(built[1].names)
+    assert not [p for p in cache.iterdir() if p.name.endswith(".chunks")]
+    build_encoder_index(CountingEncoder(batch_size=1), concepts, cache_dir=cache)
+    assert len([p for p in cache.iterdir() if p.is_dir()]) == 2  # another batch size: another cache entry

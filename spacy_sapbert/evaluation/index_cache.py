@@ -33,9 +33,11 @@ def build_encoder_index(
     """The strict concept index for an encoder, reused from `cache_dir` when the same one was built before.
 
     The cache folder's name is `index_cache_key` of everything the vectors depend on: the encoder's
-    fingerprint (weights and tokenizer), pooling, max_length, the index settings and the content of
-    the concepts and the normalizer (lowercase, punctuation, spelling corrections). A cached index is
-    checked against them again when it is read. `vocabulary`: vocabulary_hash(KnowledgeBase(concepts))
+    fingerprint (weights and tokenizer), pooling, max_length and batch size (padding moves vectors by
+    rounding), the index settings and the content of the concepts and the normalizer (lowercase,
+    punctuation, spelling corrections). A cached index is checked against them again when it is read.
+    Runs that build the same key at once take turns (a lock file beside it): the later one reads the index
+    the first one wrote, and neither removes the chunks the other is writing. `vocabulary`: vocabulary_hash(KnowledgeBase(concepts))
     when the caller has it already. With a cache, encoding goes through a `ChunkStore` beside the cache
     folder (`KEY.chunks`, `chunk_size` names a chunk), so an evaluation killed while encoding a large
     vocabulary resumes from its finished chunks.
@@ -52,19 +54,21 @@ def build_encoder_index(
     def build(chunk_dir: Optional[Path] = None) -> ConceptIndex:
         return ConceptIndex.build(
             knowledge_base(), lambda names: encoder.encode(names, progress=chunk_dir is None), encoder=settings,
-            normalizer=normalizer, chunk_dir=chunk_dir, chunk_size=chunk_size, progress=True, **EVAL_INDEX
+            normalizer=normalizer, chunk_dir=chunk_dir, chunk_size=chunk_size, progress=True, batch_size=encoder.batch_size,
+            **EVAL_INDEX
         )
 
     if not cache_dir:
         return build()
     vocabulary = vocabulary or vocabulary_hash(knowledge_base())
-    path = Path(cache_dir) / index_cache_key(settings, vocabulary)
-    if not (path / META_FILE).exists():
-        chunks = path.with_name(path.name + CHUNKS_SUFFIX)
-        index = build(chunks)
-        index.to_disk(path)
-        remove_chunks(chunks)
-        return index
+    path = Path(cache_dir) / index_cache_key({**settings, "batch_size": encoder.batch_size}, vocabulary)
+    with key_lock(path):
+        if not (path / META_FILE).exists():
+            chunks = path.with_name(path.name + CHUNKS_SUFFIX)
+            index = build(chunks)
+            index.to_disk(path)
+            remove_chunks(chunks)
+            return index
     index = ConceptIndex.from_disk(path)
     rebuild = f"delete {path} to encode it again"
     check_vector_settings(
@@ -82,6 +86,24 @@ def build_encoder_index(
 
 
 @contextlib.contextmanager
+def key_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `path`'s lock file (PATH.lock, created beside it) while inside; where the system has
+    no fcntl (Windows), no lock."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
 def index_cache(cache_dir: Optional[Path]) -> Iterator[Path]:
     """`cache_dir`, or without one a temporary folder for one run, so that no strict index of a run
     (the encoder's, the memory system's, the tuning's) is encoded twice."""
@@ -94,6 +116,7 @@ def index_cache(cache_dir: Optional[Path]) -> Iterator[Path]:
 
 def index_cache_key(settings: Mapping, vocabulary: str) -> str:
     """The cache folder name of an index: a hash of its VECTOR_SETTINGS (encoder fingerprint, pooling,
-    max_length, the normalizer's settings, normalize), the index type, the vocabulary_hash and the index format."""
+    max_length, the normalizer's settings, normalize) and the encoder's batch size, the index type, the
+    vocabulary_hash and the index format."""
     blob = json.dumps([CACHE_INDEX_FORMAT, dict(settings), EVAL_INDEX, vocabulary], sort_keys=True, default=str)
     return hashlib.sha256(blob.encode("utf8")).hexdigest()[:16]
