@@ -693,8 +693,8 @@ def add_memory_command(
         added += linker.add_to_memory(docs)
     if not linker.memory:  # a pipeline saved with an empty memory would reproduce none of evaluate's memory rows
         raise SapbertError(
-            f"no gold mention of {', '.join(map(str, corpora))} went into the memory: {linker.name} links the labels "
-            f"{list(linker.labels) or 'all'}; nothing was written"
+            f"no gold mention of {', '.join(map(str, corpora))} went into the memory ({linker.name} links the labels "
+            f"{list(linker.labels) or 'of every entity'}, and a mention's concept must be in its index); nothing was written"
         )
     save_pipeline(nlp, output, overwrite=overwrite)
     typer.echo(f"{added} new memory entries ({len(linker.memory or [])} in all) written to {output}", err=True)

@@ -201,7 +201,7 @@ def test_add_memory_labels_mentions_as_the_ner_does_and_refuses_an_empty_memory(
             memory = spacy.load(tmp_path / out).get_pipe("sapbert_linker").memory
             assert list(zip(memory.texts, memory.ids)) == [("renal trouble", "OMIM:3")]
         else:
-            assert result.exit_code == 1 and "went into the memory: sapbert_linker links the labels ['Chemical']" in result.output
+            assert result.exit_code == 1 and "went into the memory (sapbert_linker links the labels ['Chemical']" in result.output
             assert not (tmp_path / out).exists()
 
 
