@@ -259,7 +259,8 @@ class ConceptIndex:
         self.names = names
         self.links = links
         self.vectors = vectors
-        self.folder = folder
+        self.folder = folder  # None once the index differs from the saved one (add_names)
+        self.vectors_mapped = folder is not None  # until add_names copies them into memory to add to them
         self.normalizer = normalizer
         self.normalize = normalize
         self.index_type = index_type
@@ -396,9 +397,9 @@ class ConceptIndex:
             given[pair] = given.get(pair, 0) + 1
         if new_names:
             vectors = float32_rows(encode(new_names), self.normalize)
-            if self.folder is not None:  # a memory-mapped faiss index is read-only: add to a copy in memory
+            if self.vectors_mapped:  # a memory-mapped faiss index is read-only: add to a copy in memory
                 self.vectors = faiss.deserialize_index(faiss.serialize_index(self.vectors))
-                self.folder = None
+                self.vectors_mapped = False
                 set_search_params(self.vectors, self.nprobe)
             self.vectors.add(vectors)
             if self.rerank is not None:  # read into memory: fine for a few thousand training mentions

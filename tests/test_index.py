@@ -172,6 +172,10 @@ def test_a_loaded_index_changed_without_new_names_is_pickled_as_changed(tmp_path
     loaded = ConceptIndex.from_disk(tmp_path / "index")
     loaded.add_names([("N", "dm")], hash_encode, new_concepts=True)  # a new concept named by a name it has
     assert pickle.loads(pickle.dumps(loaded)).concept("N") is not None
+    # a later call that adds a name still adds it to a copy: the vectors stay memory-mapped until then (faiss aborted
+    # the process when the first call had only re-ordered links)
+    assert index.add_names([("B", "diabetes mellitus")], hash_encode) == 1
+    assert ids_of(index.search(hash_encode(["diabetes mellitus"]), k=1)[0]) == ["B"]
 
 
 def test_a_name_given_to_one_concept_more_often_links_there_even_a_pair_the_index_held():
