@@ -93,12 +93,15 @@ def span_candidates(
     """For each span, the linker's candidates as spaCy `Candidate`s of `kb`, with `priors` of their scores.
 
     A candidate the KB does not hold is left out (a KB exported from another index would give vectors
-    of other concepts): spaCy could not score it.
+    of other concepts): spaCy could not score it. A span of a label the linker does not link (its `labels`)
+    gets none, as it gets no `kb_ents`.
     """
     strings = kb.vocab.strings
+    linked = [row for row, span in enumerate(spans) if not linker.labels or span.label_ in linker.labels]
+    hits_by_row = dict(zip(linked, linker.link_spans([spans[row] for row in linked])))
     result = []
-    for span, hits in zip(spans, linker.link_spans(spans)):
-        hits = [(cid, score) for cid, score in hits if kb.contains_entity(cid)]
+    for row, span in enumerate(spans):
+        hits = [(cid, score) for cid, score in hits_by_row.get(row, []) if kb.contains_entity(cid)]
         alias_hash = strings.add(span.text)
         result.append(
             [

@@ -72,6 +72,11 @@ def test_candidates_are_the_linkers_kb_ents(cold_nlp):
     single = [[(c.entity_, c.prior_prob) for c in candidate_generator()(kb, ent)] for ent in doc.ents]
     assert batch == expected and single == expected
     assert {cid for cid, _ in batch[0][:2]} == {"C1", "C2"}  # the shared name ties the two colds
+    # a linker limited to other labels links none of them, and the generator gave them candidates all the same
+    cold_nlp.get_pipe("sapbert_linker").labels = ("DISEASE",)
+    doc = cold_nlp("A cold with pyrexia.")
+    assert [ent._.kb_ents for ent in doc.ents] == [None, None]
+    assert [list(candidates) for candidates in candidate_batch_generator()(kb, doc.ents)] == [[], []]
 
 
 def test_a_candidate_generator_names_a_missing_linker(cold_nlp):
