@@ -513,7 +513,7 @@ class SapbertLinker(Pipe):
     def search_texts(
         self, texts: Sequence[str], types: Sequence[str] = (), contexts: Optional[Sequence[Optional[MentionInContext]]] = None
     ) -> List[List[Candidate]]:
-        """Ranked (id, score) candidates for each text: those of `ranked` above the threshold, re-ordered by the
+        """Ranked (id, score) candidates for each text: those of `ranked` (the threshold applied), re-ordered by the
         re-ranker when there is one (its first `rerank_k`, with its scores), cut to max_entities_per_mention.
 
         Texts are normalized by the index's normalizer; each distinct normalized string is encoded once, and
@@ -526,7 +526,7 @@ class SapbertLinker(Pipe):
         distinct = sorted({key for key in keys if is_linkable(key)})
         if not distinct:
             return [[] for _ in texts]
-        by_key = dict(zip(distinct, (self._above_threshold(hits) for hits in self.ranked(distinct, types))))
+        by_key = dict(zip(distinct, self.ranked(distinct, types, threshold=True)))
         if self.reranker is None:
             return [by_key.get(key, [])[: self.max_entities_per_mention] for key in keys]
         reads_context = bool(self.reranker.context_words and contexts)
@@ -566,11 +566,15 @@ class SapbertLinker(Pipe):
             results[i] = self._above_threshold(candidates)[: self.max_entities_per_mention]
         return results
 
-    def ranked(self, keys: Sequence[str], types: Sequence[str] = ()) -> List[List[Candidate]]:
-        """The `k` candidates of each normalized string, best first, before the threshold and the re-ranker:
-        the index's, mixed with the memory's votes while it is active, of the allowed types and sources."""
+    def ranked(self, keys: Sequence[str], types: Sequence[str] = (), threshold: bool = False) -> List[List[Candidate]]:
+        """The `k` candidates of each normalized string, best first, before the re-ranker: the index's (with
+        `threshold`, those whose similarity reaches the config's threshold), mixed with the memory's votes while it
+        is active, of the allowed types and sources. The threshold is a similarity: it applies before the mixing,
+        whose probabilities split an exact match that two concepts share (0.5 each)."""
         allowed = self.allowed_rows(types)
         concept_hits, neighbours = self.retrieve(keys, self.memory_settings.memory_k, allowed)
+        if threshold:
+            concept_hits = [self._above_threshold(hits) for hits in concept_hits]
         if neighbours is not None:
             concept_hits = [self.memory_settings.mix(hits, votes) for hits, votes in zip(concept_hits, neighbours)]
             if allowed is not None:  # the "union" mixture adds the memory's ids: keep the allowed ones

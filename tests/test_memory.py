@@ -307,3 +307,20 @@ def test_a_memory_emptied_and_saved_over_its_earlier_save_stays_empty(linker_nlp
     notes.unlink()  # the test's own file
     linker_nlp.to_disk(tmp_path / "pipe")
     assert spacy.load(tmp_path / "pipe").get_pipe("sapbert_linker").memory is None
+
+
+def test_the_threshold_is_a_similarity_also_while_the_memory_has_entries(tiny_bert):
+    """The threshold was compared with the mixed probabilities once the memory held any entry: an exact match that
+    two concepts share (0.5 each) fell below 0.6 and the mention went unlinked (found by an audit)."""
+    from spacy_sapbert.kb import Concept
+    from spacy_sapbert.pipeline import build_pipeline
+
+    nlp = build_pipeline([Concept("D1", "diabetes mellitus", ["dm"]), Concept("D2", "myotonic dystrophy", ["dm"]),
+                          Concept("D5", "asthma")], tiny_bert, label=None, linker_config={"threshold": 0.6, "device": "cpu"})
+    linker = nlp.get_pipe("sapbert_linker")
+    [without] = linker.search_texts(["DM"])
+    assert {cid for cid, _ in without[:2]} == {"D1", "D2"} and without[0][1] == pytest.approx(1.0, abs=1e-5)
+    linker.add_mentions([("asthma attack", "D5")])  # one unrelated entry: the memory is active
+    [mixed] = linker.search_texts(["DM"])
+    assert {"D1", "D2"} <= {cid for cid, _ in mixed}  # still candidates (their probabilities, below 0.6, are not cut)
+    assert all(score < 0.6 for _, score in mixed)
