@@ -13,7 +13,8 @@ from .chunk_store import DEFAULT_CHUNK_SIZE, RERANK_CHUNK_FILE, ChunkStore  # no
 from .encoder import same_encoder
 from .errors import IndexFormatError
 from .index_types import (
-    DEFAULT_NPROBE, DEFAULT_SHORTLIST, RERANKED, TRAINED, choose_index_type, fill_index, rescored, set_search_params,
+    DEFAULT_NPROBE, DEFAULT_SHORTLIST, RERANKED, TRAINED, choose_index_type, fill_index, inverted_lists, rescored,
+    set_search_params,
 )
 from .columns import HashLookup, StringColumn, arrays_from_msg, arrays_to_msg, load_npy, read_arrays, write_arrays
 from .io import atomic_write, atomic_write_text, save_npy
@@ -429,7 +430,8 @@ class ConceptIndex:
         """For each query vector, up to `k` (concept id, score) pairs, best first, each concept once.
 
         `allowed` (a boolean per concept row, e.g. type_mask): only those concepts are candidates; the
-        search widens until it has `k` of them or has seen every name the index type can return."""
+        search widens until it has `k` of them or has seen every name: deeper, and for an inverted file
+        whose scanned lists ran out, over more lists (`nprobe`, set back afterwards)."""
         if len(queries) == 0:
             return []
         if queries.shape[1] != self.dim:
@@ -438,18 +440,29 @@ class ConceptIndex:
         results: List[Optional[List[Candidate]]] = [None] * len(queries)
         pending = numpy.arange(len(queries))
         depth = min(self.vectors.ntotal, first_search_depth(k, len(self.names), len(self.concepts)))
-        while len(pending):
-            scores, rows = self._name_hits(queries[pending], depth)
-            unfinished = []
-            for qi, score_row, name_row in zip(pending, scores, rows):
-                hits = self.links.concept_hits(score_row, name_row, k, self.concepts.ids, allowed)
-                # a -1 row: the index has no more names for this query (an inverted file's scanned lists ran out)
-                if len(hits) < k and depth < self.vectors.ntotal and name_row[-1] >= 0:
-                    unfinished.append(qi)
-                else:
-                    results[qi] = hits
-            pending = numpy.array(unfinished, dtype="int64")
-            depth = min(self.vectors.ntotal, depth * 4)
+        lists = inverted_lists(self.vectors)
+        nprobe = self.nprobe
+        try:
+            while len(pending):
+                scores, rows = self._name_hits(queries[pending], depth)
+                unfinished, ran_out = [], False
+                for qi, score_row, name_row in zip(pending, scores, rows):
+                    hits = self.links.concept_hits(score_row, name_row, k, self.concepts.ids, allowed)
+                    # a -1 row: the index has no more names for this query (an inverted file's scanned lists ran out)
+                    more_lists = name_row[-1] < 0 and nprobe < lists
+                    if len(hits) < k and ((depth < self.vectors.ntotal and name_row[-1] >= 0) or more_lists):
+                        unfinished.append(qi)
+                        ran_out = ran_out or more_lists
+                    else:
+                        results[qi] = hits
+                pending = numpy.array(unfinished, dtype="int64")
+                depth = min(self.vectors.ntotal, depth * 4)
+                if ran_out:
+                    nprobe = min(lists, nprobe * 4)
+                    set_search_params(self.vectors, nprobe)
+        finally:
+            if nprobe != self.nprobe:
+                set_search_params(self.vectors, self.nprobe)
         return results  # type: ignore[return-value]
 
     def name_row(self, name: str) -> Optional[int]:

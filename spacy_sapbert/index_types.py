@@ -126,6 +126,14 @@ def fill_index(
     return faiss_index, rerank
 
 
+def inverted_lists(faiss_index: faiss.Index) -> int:
+    """The number of lists of an inverted-file index; 0 for other types."""
+    try:
+        return int(faiss.extract_index_ivf(faiss_index).nlist)
+    except RuntimeError:  # not an IVF index
+        return 0
+
+
 def set_search_params(faiss_index: faiss.Index, nprobe: int) -> None:
     """Scan `nprobe` lists of an inverted-file index (no effect on other types)."""
     try:
