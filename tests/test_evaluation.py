@@ -314,6 +314,10 @@ def test_end_to_end_precision_recall_f1(tiny_bert):
     assert scores["precision"] == pytest.approx(1 / 3) and scores["recall"] == pytest.approx(1 / 3)
     # the NER alone found both placed mentions: SpecificDisease is scored as the label Disease
     assert (scores["ner"]["Disease"]["tp"], scores["ner"]["Disease"]["fp"], scores["ner"]["Disease"]["fn"]) == (2, 1, 1)
+    # scored for Chemical golds only, the Disease entities are neither right nor wrong (they counted as false positives)
+    chemical = Document("1", text, gold + [Mention(30, 43, "heart failure", "Chemical", "D3")])
+    scores = evaluate_end_to_end(nlp, [chemical], labels=["Chemical"])
+    assert (scores["tp"], scores["fp"], scores["fn"]) == (0, 0, 1) and "Disease" not in scores["ner"]
 
 
 def test_end_to_end_with_gold_mentions_links_every_gold_and_never_copies_its_id(tiny_bert):

@@ -118,7 +118,8 @@ def evaluate_end_to_end(
     A predicted id stands for its concept's primary and alternative ids, taken from the sapbert_linker
     that links the entity's label (there may be several); a gold id `A|B` for each of its parts, `-1`
     for none. Gold types are mapped to NER labels with `label_map` (default: ner_corpus's, NCBI-disease's
-    types -> Disease), so NER scores compare like with like; `labels` keeps gold mentions of those types.
+    types -> Disease), so NER scores compare like with like; `labels` keeps gold mentions of those types, and the
+    predictions of their mapped labels (a Chemical entity is no false positive of a Disease-only score).
     `gold_mentions`: the components that find mentions are left out and the rest of the pipeline (linkers,
     an entity_linker) links the gold mentions (an abbreviation detector labelling short forms leaves them as they
     are): (span, id) recall is then linking accuracy.
@@ -134,6 +135,7 @@ def evaluate_end_to_end(
             docs = list(nlp.pipe(gold_mention_doc(nlp, d, mapping, wanted) for d in documents))
     else:
         docs = list(nlp.pipe(d.text for d in documents))
+    kept_labels = None if wanted is None else {mapping.get(label, label) for label in wanted}  # the gold's, as the NER labels them
     scored = []
     for document, doc in zip(documents, docs):
         golds = [
@@ -143,6 +145,8 @@ def evaluate_end_to_end(
         ]
         predictions = []
         for ent in doc.ents:
+            if kept_labels is not None and ent.label_ not in kept_labels:  # another type's entity: not scored, as its golds
+                continue
             ids: frozenset = frozenset()
             if ent.kb_id_:
                 linker = linker_for_label(linkers, ent.label_)
