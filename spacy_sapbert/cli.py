@@ -263,6 +263,15 @@ def convert_command(
         if primary_id:
             typer.echo(f"{corpus.name}: gold ids -> {kb_ids} concepts: " + ", ".join(f"{k} {n:,}" for k, n in sorted(id_counts.items())), err=True)
         total.add(file_report)
+    unseen = [item for item in label_map if item.partition("=")[0].strip() not in total.types]
+    present = sorted({mapping[t] for t in total.types if t in mapping})
+    unmatched = [label for label in labels if label not in present]
+    if unseen or unmatched:  # accepted, they would change nothing: a typo, or another corpus's type
+        raise SapbertError(
+            f"{'--label-map ' + ', '.join(unseen) + ' names no type' if unseen else '--labels ' + ', '.join(unmatched) + ' names no label'} "
+            f"of {', '.join(map(str, corpora))} (types: {', '.join(sorted(total.types))}; labels after mapping: {', '.join(present)}); "
+            "both are case-sensitive"
+        )
     if not sum(total.entities.values()):
         raise SapbertError(f"no entity was kept from {', '.join(map(str, corpora))}; check --labels and --label-map: {total.summary()}")
     atomic_write(output, doc_bin.to_disk)

@@ -48,6 +48,7 @@ class ConversionReport:
     source: str
     documents: int = 0
     mentions: int = 0
+    types: Counter = field(default_factory=Counter)  # corpus type -> mentions
     entities: Counter = field(default_factory=Counter)  # label -> entities kept
     split_tokens: int = 0
     overlapping: int = 0
@@ -59,6 +60,7 @@ class ConversionReport:
     def add(self, other: "ConversionReport") -> None:
         self.documents += other.documents
         self.mentions += other.mentions
+        self.types.update(other.types)
         self.entities.update(other.entities)
         self.split_tokens += other.split_tokens
         self.overlapping += other.overlapping
@@ -73,7 +75,8 @@ class ConversionReport:
         parts = [
             f"{self.source}: {self.documents:,} documents, {self.mentions:,} mentions -> "
             f"{sum(self.entities.values()):,} entities ({kept})",
-            f"{self.split_tokens:,} with a boundary inside a token (token split there)",
+            f"{self.split_tokens:,} with a boundary inside a token (token split there; `spacy train` tokenizes the text "
+            "again and learns them only where its tokenizer splits there too)",
             f"{self.overlapping:,} overlapping a longer mention (left out)",
             f"{self.duplicates:,} duplicates (merged)",
         ]
@@ -121,6 +124,7 @@ def training_doc(
 ) -> Tuple[Doc, ConversionReport]:
     """The Doc of one document with its gold mentions as ents (labels mapped), and what was counted on the way."""
     report = ConversionReport(source=source, documents=1, mentions=len(document.mentions))
+    report.types.update(mention.label for mention in document.mentions)
     wanted = set(labels) if labels else None
     placed: List[Tuple[int, int, str, str]] = []
     for mention in document.mentions:

@@ -137,7 +137,14 @@ def test_convert_refuses_a_result_without_entities_and_names_bad_lines(tmp_path)
     corpus = tmp_path / "mini.txt"
     corpus.write_text(PUBTATOR, encoding="utf8")
     result = runner.invoke(app, ["convert", str(corpus), "-o", str(tmp_path / "x.spacy"), "--labels", "Chemical"])
-    assert result.exit_code != 0 and "no entity was kept" in result.output and not (tmp_path / "x.spacy").exists()
+    assert result.exit_code != 0 and "--labels Chemical names no label of" in result.output and not (tmp_path / "x.spacy").exists()
+    assert "(types: DiseaseClass, SpecificDisease; labels after mapping: Disease)" in result.output
+    # a map entry of a type the corpus does not have (a case slip) was accepted and changed nothing
+    result = runner.invoke(app, ["convert", str(corpus), "-o", str(tmp_path / "x.spacy"), "--label-map", "specificdisease=Illness"])
+    assert result.exit_code != 0 and "--label-map specificdisease=Illness names no type" in result.output
+    result = runner.invoke(app, ["convert", str(corpus), "-o", str(tmp_path / "x.spacy"), "--label-map", "SpecificDisease=Illness", "--labels", "Illness"])
+    assert result.exit_code == 0 and "(Illness 2)" in result.output  # a map entry and a label that match are taken
+    (tmp_path / "x.spacy").unlink()
     corpus.write_text(PUBTATOR + "10\tx\t43\tBC\tSpecificDisease\tD001943\n", encoding="utf8")
     result = runner.invoke(app, ["convert", str(corpus), "-o", str(tmp_path / "x.spacy")])
     assert result.exit_code != 0 and "mini.txt" in result.output and "line 6" in result.output
