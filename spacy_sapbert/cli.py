@@ -6,6 +6,7 @@ import json
 import os
 import re
 import sys
+import warnings
 from pathlib import Path
 from collections import Counter
 from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Tuple
@@ -219,6 +220,15 @@ def assemble_command(
         add_dictionary_matcher(nlp, concepts, label=label, before=first_linker)
     if abbreviations:
         place_abbreviation_detector(nlp, before=first_linker, label_short_forms=short_forms)
+    from .errors import ConfigWarning
+    from .evaluation.end_to_end import mention_finders
+
+    if not mention_finders(nlp):  # on raw text it links nothing: say so (a NER put in front of it later is a use too)
+        warnings.warn(
+            f"{output}: no component finds mentions (--ner or --matcher-vocab, or a linker built with --label): the pipeline "
+            "links the entities a component put in front of sapbert_linker sets, and none on raw text",
+            ConfigWarning, stacklevel=2,
+        )
     save_pipeline(nlp, output, overwrite=overwrite)
     typer.echo(f"pipeline {nlp.pipe_names} written to {output}", err=True)
 

@@ -60,6 +60,13 @@ def test_assemble_puts_the_trained_ner_before_the_linker_self_contained(toy_ner,
     result = runner.invoke(app, ["assemble", str(linker_only), str(tmp_path / "plain"), "--ner", str(toy_ner), "--no-short-forms"])
     assert result.exit_code == 0, result.output
     assert not spacy.load(tmp_path / "plain").get_pipe("sapbert_abbreviations").label_short_forms
+    # neither --ner nor --matcher-vocab: a pipeline that finds no mention (one to put a NER in front of) is written,
+    # and says that it links nothing on raw text (it said nothing)
+    from spacy_sapbert.errors import ConfigWarning
+
+    with pytest.warns(ConfigWarning, match="no component finds mentions"):
+        result = runner.invoke(app, ["assemble", str(linker_only), str(tmp_path / "blind")])
+    assert result.exit_code == 0 and spacy.load(tmp_path / "blind")("Patients with hepatoma.").ents == ()
     doc = nlp("Patients with hepatoma were treated.")
     assert [(e.text, e.label_) for e in doc.ents] == [("hepatoma", "Disease")]
     assert doc.ents[0].kb_id_ in {"D1", "D2", "D3"} and doc.ents[0]._.kb_ents
