@@ -267,6 +267,8 @@ def remove_run_leftovers(output: Path) -> None:
     checkpoints = output / "checkpoints"
     in_checkpoints = [entry for entry in checkpoints.iterdir() if CHECKPOINT_LEFTOVER.match(entry.name)] if checkpoints.is_dir() else []
     for entry in [entry for entry in output.iterdir() if RUN_LEFTOVER.match(entry.name) and entry.name != "model.old"] + in_checkpoints:
+        if entry.is_symlink():  # the trainers write real files and folders: a link by that name is someone else's
+            continue
         shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
 
 

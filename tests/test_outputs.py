@@ -372,3 +372,20 @@ def test_a_user_file_inside_a_runs_folders_stops_overwrite_and_resume(tmp_path, 
     assert not (tmp_path / ".run.sapbert-previous-run").exists()
     notes.unlink()
     assert _train(tmp_path, tiny_bert, run, "--resume", "--max-steps", "2").exit_code == 0
+
+
+def test_a_link_named_like_a_leftover_is_left_with_what_it_points_to(tmp_path, tiny_bert, one_thread):
+    """remove_run_leftovers deletes the trainers' own temporary files and folders: a symbolic link of such a name is
+    not one of them (rmtree refused it mid-resume, and it points at somebody's folder)."""
+    from spacy_sapbert.outputs import remove_run_leftovers
+
+    run = tmp_path / "run"
+    assert _train(tmp_path, tiny_bert, run).exit_code == 0
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "keep.txt").write_text("mine", encoding="utf8")
+    (run / ".model.tmp-abcd1234").symlink_to(theirs)
+    (run / ".loss.png.x1y2z3ab.tmp").write_bytes(b"\x89PNG")  # a real leftover beside it
+    remove_run_leftovers(run)
+    assert (run / ".model.tmp-abcd1234").is_symlink() and (theirs / "keep.txt").read_text(encoding="utf8") == "mine"
+    assert not (run / ".loss.png.x1y2z3ab.tmp").exists()
