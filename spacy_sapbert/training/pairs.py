@@ -210,7 +210,7 @@ class PairsFile:
                 position += len(raw)
         if not offsets:
             raise VocabularyFormatError(str(self.path), None, "no pairs in the file (expected ID||name1||name2 lines)")
-        self.digest = digest.hexdigest()[:16]  # of the file's bytes, as loop.file_digest: read once, here
+        self.digest = digest.hexdigest()[:16]  # of the file's bytes, as io.file_digest: read once, here
         self._starts = numpy.frombuffer(offsets, dtype="int64")
         self._ends = numpy.frombuffer(ends, dtype="int64")
         self._handle = open(self.path, "rb")

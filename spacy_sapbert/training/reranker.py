@@ -32,7 +32,8 @@ from ..extras import require
 from ..preprocess import resolve_gold_id
 from ..reranker import bi_encoder_record, candidate_text, combined_logits, default_max_length, mention_side, pair_logits, write_meta
 from .checkpoints import CPU_BF16_HELP, require_at_least_one
-from .loop import LossWindow, TrainingRun, file_digest
+from ..io import file_digest
+from .loop import LossWindow, TrainingRun
 from .options import setting
 
 __all__ = ["Group", "RerankerConfig", "concept_score", "group_loss", "mine_groups", "train_reranker"]
