@@ -1,7 +1,6 @@
 """Command line: `python -m spacy_sapbert COMMAND --help`."""
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
@@ -701,11 +700,11 @@ def add_memory_command(
     added = 0
     for corpus in corpora:
         documents = read_annotated_corpus(corpus, label)
-        for document in documents:  # labelled as the NER labels them (SpecificDisease -> Disease), as the linker's labels are
-            document.mentions = [
-                dataclasses.replace(m, label=DEFAULT_LABEL_MAP.get(m.label, m.label)) for m in document.mentions if not label or m.label in label
-            ]
-        docs = documents_to_docs(nlp, documents)
+        if label:
+            for document in documents:
+                document.mentions = [m for m in document.mentions if m.label in label]
+        # labelled as the NER labels them (SpecificDisease -> Disease), as the linker's `labels` are
+        docs = documents_to_docs(nlp, documents, DEFAULT_LABEL_MAP)
         with gold_entities_kept(nlp):  # the gold mentions go into the memory, none dropped as a short form
             for detector in abbreviation_detectors(nlp):
                 docs = [detector(doc) for doc in docs]

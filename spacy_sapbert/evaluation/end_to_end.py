@@ -96,8 +96,8 @@ def gold_mention_doc(nlp, document: Document, label_map: Dict[str, str], wanted:
     from ..readers.corpora import document_to_doc
 
     mentions = [m for m in document.mentions if wanted is None or m.label in wanted]
-    doc = document_to_doc(nlp, dataclasses.replace(document, mentions=mentions))
-    doc.ents = [Span(doc, ent.start, ent.end, label=label_map.get(ent.label_, ent.label_)) for ent in doc.ents]
+    doc = document_to_doc(nlp, dataclasses.replace(document, mentions=mentions), label_map)
+    doc.ents = [Span(doc, ent.start, ent.end, label=ent.label_) for ent in doc.ents]  # without their gold ids
     return doc
 
 

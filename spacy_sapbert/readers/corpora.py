@@ -32,7 +32,7 @@ import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, List, Optional, Set, Tuple, Union
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, List, Mapping, Optional, Set, Tuple, Union
 
 from ..errors import SapbertError
 from . import LinePolicy, MalformedLine, PathLike, VocabularyWarning, check_file, detect_corpus_format, numbered_lines
@@ -486,8 +486,12 @@ def cut_at_boundaries(doc: Doc, boundaries: Set[int]) -> Doc:
     return SpacyDoc(doc.vocab, words=words, spaces=spaces)
 
 
-def _place_mentions(make_doc: Callable[[str], Doc], document: Document) -> Tuple[Doc, List[Mention]]:
-    """(Doc, mentions that could not be placed) for one Document."""
+def _place_mentions(
+    make_doc: Callable[[str], Doc], document: Document, label_map: Optional[Mapping[str, str]] = None
+) -> Tuple[Doc, List[Mention]]:
+    """(Doc, mentions that could not be placed) for one Document; each ent labelled `label_map`[type] (its type when
+    the map has none, or without a map)."""
+    label_map = label_map or {}
     from spacy.util import filter_spans
 
     doc = cut_at_boundaries(make_doc(document.text), {offset for m in document.mentions for offset in (m.start, m.end)})
@@ -495,7 +499,8 @@ def _place_mentions(make_doc: Callable[[str], Doc], document: Document) -> Tuple
     dropped: List[Mention] = []
     for mention in document.mentions:
         span = doc.char_span(
-            mention.start, mention.end, label=mention.label, kb_id=mention.gold, alignment_mode="expand"
+            mention.start, mention.end, label=label_map.get(mention.label, mention.label), kb_id=mention.gold,
+            alignment_mode="expand",
         )
         if span is None or len(span) == 0:
             dropped.append(mention)
@@ -513,16 +518,17 @@ def _place_mentions(make_doc: Callable[[str], Doc], document: Document) -> Tuple
     return doc, dropped
 
 
-def document_to_doc(nlp_or_make_doc, document: Document) -> Doc:
+def document_to_doc(nlp_or_make_doc, document: Document, label_map: Optional[Mapping[str, str]] = None) -> Doc:
     """A spaCy Doc of `document.text` (made with ``nlp.make_doc``) whose ents are the gold mentions.
 
-    Each ent has label = mention label and ``kb_id_`` = the raw gold id string. Tokens are cut where a
+    Each ent has label = mention label (mapped by `label_map` where it names the type) and ``kb_id_`` = the raw
+    gold id string. Tokens are cut where a
     mention starts or ends inside one, so each ent is the annotated text. Overlapping mentions are
     resolved by keeping the longer one (``spacy.util.filter_spans``); mentions that could not be placed
     are reported in one CorpusWarning and listed in ``doc.user_data["sapbert_unplaced_mentions"]``
     as plain (start, end, text, gold) tuples.
     """
-    doc, dropped = _place_mentions(_make_doc_function(nlp_or_make_doc), document)
+    doc, dropped = _place_mentions(_make_doc_function(nlp_or_make_doc), document, label_map)
     doc.user_data["sapbert_unplaced_mentions"] = [(m.start, m.end, m.text, m.gold) for m in dropped]
     if dropped:
         warnings.warn(
@@ -535,7 +541,7 @@ def document_to_doc(nlp_or_make_doc, document: Document) -> Doc:
     return doc
 
 
-def documents_to_docs(nlp_or_make_doc, docs: Iterable[Document]) -> List[Doc]:
+def documents_to_docs(nlp_or_make_doc, docs: Iterable[Document], label_map: Optional[Mapping[str, str]] = None) -> List[Doc]:
     """document_to_doc for each Document, with a single CorpusWarning for all unplaced mentions."""
     make_doc = _make_doc_function(nlp_or_make_doc)
     out = []
@@ -543,7 +549,7 @@ def documents_to_docs(nlp_or_make_doc, docs: Iterable[Document]) -> List[Doc]:
     total = 0
     affected: List[str] = []
     for document in docs:
-        doc, dropped = _place_mentions(make_doc, document)
+        doc, dropped = _place_mentions(make_doc, document, label_map)
         doc.user_data["sapbert_unplaced_mentions"] = [(m.start, m.end, m.text, m.gold) for m in dropped]
         total += len(document.mentions)
         if dropped:
