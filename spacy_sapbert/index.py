@@ -260,6 +260,7 @@ class ConceptIndex:
         self.names = names
         self.links = links
         self.vectors = vectors
+        self.inverted_lists = inverted_lists(vectors)  # 0 but for an inverted file (ivfpq, ivfopq)
         self.folder = folder  # None once the index differs from the saved one (add_names)
         self.vectors_mapped = folder is not None  # until add_names copies them into memory to add to them
         self.normalizer = normalizer
@@ -440,7 +441,7 @@ class ConceptIndex:
         results: List[Optional[List[Candidate]]] = [None] * len(queries)
         pending = numpy.arange(len(queries))
         depth = min(self.vectors.ntotal, first_search_depth(k, len(self.names), len(self.concepts)))
-        lists = inverted_lists(self.vectors)
+        lists = self.inverted_lists
         nprobe = self.nprobe
         try:
             while len(pending):
