@@ -257,7 +257,7 @@ class Encoder:
         local_files_only: bool = False,
         backend: str = "torch",
     ):
-        from .backends import BACKENDS, ONNX_FILES, REDUCED_PRECISION
+        from .backends import BACKENDS
 
         if backend not in BACKENDS:
             raise EncoderLoadError(f"backend={backend!r} is not supported; choose one of {list(BACKENDS)}")
@@ -275,18 +275,27 @@ class Encoder:
         self.model.to(self.device)
         self.model.eval()
         self.backend = backend
-        # what runs the forward pass: the torch model, a bfloat16 / float16 copy of it, or an ONNX Runtime session
-        self.runtime = self.model
         self._onnx_dir: Optional[tempfile.TemporaryDirectory] = None
-        if backend in REDUCED_PRECISION:
+        self._make_runtime()
+
+    def _make_runtime(self) -> None:
+        """Set what runs the forward pass: the torch model, a bfloat16 / float16 copy of it, or an ONNX Runtime
+        session; a copy records the fingerprint of the weights it was made from (`encode` makes it again when the
+        weights have changed since)."""
+        from .backends import ONNX_FILES, REDUCED_PRECISION
+
+        self.runtime = self.model
+        if self.backend in REDUCED_PRECISION:
             from .backends import reduced_precision_model
 
-            self.runtime = reduced_precision_model(self.model, self.tokenizer, backend)
-        elif backend in ONNX_FILES:
+            self.runtime = reduced_precision_model(self.model, self.tokenizer, self.backend)
+        elif self.backend in ONNX_FILES:
             from .backends import onnx_model_for
 
-            self._onnx_dir = tempfile.TemporaryDirectory(prefix="sapbert-onnx-")
-            self.runtime = onnx_model_for(self, backend, Path(self._onnx_dir.name))
+            if self._onnx_dir is None:
+                self._onnx_dir = tempfile.TemporaryDirectory(prefix="sapbert-onnx-")
+            self.runtime = onnx_model_for(self, self.backend, Path(self._onnx_dir.name))
+        self._runtime_fingerprint = self.fingerprint if self.runtime is not self.model else None
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
@@ -299,13 +308,19 @@ class Encoder:
 
     @property
     def fingerprint(self) -> str:
-        """A short hash of the weights and the tokenizer (see `encoder_fingerprint`), computed once."""
-        if getattr(self, "_fingerprint", None) is None:
+        """A short hash of the weights and the tokenizer (see `encoder_fingerprint`), computed again only when
+        a weight or the tokenizer has changed since (`weights_state`: load_state_dict or an optimizer step in place)."""
+        state = weights_state(self.model, self.tokenizer)
+        if getattr(self, "_fingerprint", None) is None or getattr(self, "_fingerprint_state", None) != state:
             self._fingerprint = encoder_fingerprint(self.model, self.tokenizer)
+            self._fingerprint_state = state
         return self._fingerprint
 
     def encode(self, texts: Sequence[str], batch_size: Optional[int] = None, progress: bool = False) -> numpy.ndarray:
-        """float32 array (len(texts), dim), rows in the order of `texts` (`infer_vectors`)."""
+        """float32 array (len(texts), dim), rows in the order of `texts` (`infer_vectors`). A reduced-precision or
+        ONNX copy of weights changed since it was made is made again first, so it never encodes with old weights."""
+        if self.runtime is not self.model and self._runtime_fingerprint != self.fingerprint:
+            self._make_runtime()
         return infer_vectors(
             self.runtime, self.tokenizer, texts, max_length=self.max_length, pooling=self.pooling, device=self.device,
             chunk_size=batch_size or self.batch_size, progress="encoding" if progress else None,
@@ -346,6 +361,19 @@ CONFIG_KEYS = ("model_type", "hidden_act", "layer_norm_eps", "position_embedding
 # count positions after, and a causal mask. They make the fingerprint's suffix ("-" and 8 hex digits), so that the
 # 16 digits recorded before it existed still match (`same_encoder`).
 SUFFIX_CONFIG_KEYS = ("num_attention_heads", "pad_token_id", "is_decoder")
+
+
+def weights_state(model, tokenizer) -> tuple:
+    """What changes, cheaply, when the weights or the tokenizer change: each tensor's identity, storage and version
+    counter (bumped by every in-place write), and the tokenizer object and its size (tokens added in place)."""
+    tensors = []
+    for name, tensor in model.state_dict(keep_vars=True).items():
+        try:
+            version = tensor._version
+        except RuntimeError:  # an inference tensor keeps no version counter
+            version = None
+        tensors.append((name, id(tensor), tensor.data_ptr(), version))
+    return tuple(tensors), id(tokenizer), len(tokenizer)
 
 
 def encoder_fingerprint(model, tokenizer) -> str:

@@ -61,9 +61,32 @@ def test_fingerprint_differs_for_other_weights_and_another_tokenizer(tiny_bert, 
     tokens = [t for t in TOY_VOCAB.read_text(encoding="utf8").split("\n") if t]
     cased = BertTokenizerFast(vocab={t: i for i, t in enumerate(tokens)}, do_lower_case=False)
     assert encoder_fingerprint(encoder.model, cased) != encoder.fingerprint
+    before = encoder.fingerprint
     with torch.no_grad():
         next(encoder.model.parameters()).view(-1)[0] += 1e-3  # one weight changed
-    assert encoder_fingerprint(encoder.model, encoder.tokenizer) != encoder.fingerprint
+    assert encoder_fingerprint(encoder.model, encoder.tokenizer) != before
+
+
+def test_weights_changed_in_place_change_the_fingerprint_and_the_vectors_served(tiny_bert, tiny_bert_seed1, toy_concepts):
+    """load_state_dict into a loaded encoder (a notebook's fine-tuning): the memoized fingerprint, the linker's
+    vector cache and a bfloat16 copy all follow the new weights instead of serving the old ones."""
+    nlp = spacy.blank("en")
+    linker = nlp.add_pipe("sapbert_linker", config={"model": tiny_bert, "device": "cpu", "k": 5})
+    linker.initialize(vocabulary=toy_concepts)
+    encoder, other = linker.encoder, Encoder(tiny_bert_seed1, device="cpu")
+    before = encoder.fingerprint
+    linker.retrieve(["hepatoma"], 0)
+    linker.retrieve(["hepatoma"], 0)
+    misses = linker.vector_cache.misses  # the second search was served from the cache
+    encoder.model.load_state_dict(other.model.state_dict())
+    assert encoder.fingerprint == other.fingerprint != before
+    linker.retrieve(["hepatoma"], 0)
+    assert linker.vector_cache.misses == misses + 1  # encoded again by the new weights
+    half = Encoder(tiny_bert, device="cpu", backend="torch-bf16")
+    old_vector = half.encode(["hepatoma"])[0]
+    half.model.load_state_dict(other.model.state_dict())
+    new_vector, wanted = half.encode(["hepatoma"])[0], other.encode(["hepatoma"])[0]
+    assert numpy.abs(new_vector - wanted).max() < 0.05 < numpy.abs(old_vector - wanted).max()  # bfloat16 rounding only
 
 
 def edit_model_config(folder: Path, **entries) -> None:
