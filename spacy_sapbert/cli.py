@@ -765,12 +765,12 @@ def add_reranker_command(
         chosen, rows = tune_rerank_weight(nlp, nlp.get_pipe(component), documents, weight or DEFAULT_RERANK_WEIGHTS, label or None)
         for row in rows:
             typer.echo(f"rerank_weight {row['rerank_weight']}: {100 * row['accuracy']:.1f} ({row['right']} of {row['linked']} gold mentions)", err=True)
-        if report is not None:
-            atomic_write_text(report, json.dumps({"corpus": str(tune_weight_on), "weights": rows, "chosen": chosen}, indent=2) + "\n")
         if chosen != rerank_weight:  # the weight is a config key, saved with the pipeline's config: load it so
             del nlp  # the first pipeline goes before the second loads (an index of UMLS size is not held twice)
             nlp = with_reranker(chosen)
     save_pipeline(nlp, output, overwrite=overwrite)
+    if tune_weight_on and report is not None:  # after the pipeline it describes: never a choice whose pipeline failed
+        atomic_write_text(report, json.dumps({"corpus": str(tune_weight_on), "weights": rows, "chosen": chosen}, indent=2) + "\n")
     typer.echo(f"re-ranker {reranker} added to {component} in {output} (rerank_weight {nlp.get_pipe(component).rerank_weight})", err=True)
 
 

@@ -5,8 +5,9 @@ import hashlib
 import os
 import secrets
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Union
+from typing import Callable, Iterator, List, Optional, Union
 
 import numpy
 
@@ -27,6 +28,33 @@ def atomic_write(path: Union[str, Path], writer: Callable[[Path], None]) -> None
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+@contextmanager
+def atomic_outputs(*paths: Optional[Union[str, Path]]) -> Iterator[List[Optional[Path]]]:
+    """Temporary paths beside `paths` (None stays None) for a command's outputs that belong together: renamed
+    into place one after the other when the block ends without error, removed when it fails, so an interrupted
+    run never leaves a new file beside the old one it describes."""
+    staged: List[Optional[Path]] = []
+    for path in paths:
+        if path is None:
+            staged.append(None)
+            continue
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+        staged.append(Path(tmp))
+    try:
+        yield staged
+        for tmp, path in zip(staged, paths):
+            if tmp is not None:
+                give_default_mode(tmp)
+                os.replace(tmp, path)
+    finally:
+        for tmp in staged:
+            if tmp is not None and tmp.exists():
+                tmp.unlink()
 
 
 def give_default_mode(path: Union[str, Path]) -> None:

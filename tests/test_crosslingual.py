@@ -82,6 +82,24 @@ def test_extract_keeps_chosen_languages_and_records_each_names_language(tmp_path
     assert (tmp_path / "t184.tsv").read_text().splitlines() == ["C0015967\tENG\tfever", "C0015967\tSPA\tfiebre"]
 
 
+def test_extract_writes_the_synonyms_and_their_languages_together_or_neither(tmp_path, multilingual_umls, monkeypatch):
+    """An extract that fails on its second pass over MRCONSO (the languages) leaves the earlier run's two files as
+    they were, not a new synonyms file beside the old languages file."""
+    import spacy_sapbert.readers.umls
+
+    args = ["extract", "--mrconso", str(multilingual_umls), "-o", str(tmp_path / "syn.txt"), "--name-languages", str(tmp_path / "lang.tsv")]
+    assert CliRunner().invoke(app, args + ["--languages", "ENG"]).exit_code == 0  # an earlier run: English names only
+    before = {name: (tmp_path / name).read_text() for name in ("syn.txt", "lang.tsv")}
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(spacy_sapbert.readers.umls, "read_mrconso_languages", interrupted)
+    assert CliRunner().invoke(app, args + ["--languages", "all"]).exit_code != 0
+    assert {name: (tmp_path / name).read_text() for name in ("syn.txt", "lang.tsv")} == before
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["MRCONSO.RRF", "lang.tsv", "syn.txt"]  # no temporary left
+
+
 def test_translation_pairs_are_two_member_classes_of_their_own(tmp_path, multilingual_umls, tiny_xlmr):
     runner = CliRunner()
     runner.invoke(app, ["extract", "--mrconso", str(multilingual_umls), "--languages", "all", "-o", str(tmp_path / "syn.txt")])

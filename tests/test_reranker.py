@@ -435,6 +435,18 @@ def test_add_reranker_tunes_the_weight_on_dev_scoring_each_pair_once(linker_pipe
     assert result.exit_code == 1 and "--weight must be a positive number, got -1" in result.output
     assert not (tmp_path / "bad").exists()
 
+    # the pipeline fails to save: the report of its choice is not written either (the old one stays)
+    import spacy_sapbert.pipeline
+
+    def fail(*args, **kwargs):
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(spacy_sapbert.pipeline, "save_pipeline", fail)
+    before = (tmp_path / "weights.json").read_text()
+    args[args.index("--output") + 1] = str(tmp_path / "failed")
+    assert CliRunner().invoke(app, args).exit_code != 0
+    assert (tmp_path / "weights.json").read_text() == before and not (tmp_path / "failed").exists()
+
 
 # reduced precision: the re-ranker in bfloat16 ---------------------------------------------------------------------
 

@@ -120,18 +120,22 @@ def extract_command(
                 written.add(concept_id)
             yield concept_id, names
 
-    count = write_synonyms(output, recorded(extract_synonyms(concepts, lowercase=lowercase)))
+    from ..io import atomic_outputs
+
+    with atomic_outputs(output, name_languages) as (synonyms_file, languages_file):  # both, or neither
+        count = write_synonyms(synonyms_file, recorded(extract_synonyms(concepts, lowercase=lowercase)))
+        if name_languages is not None:
+            from ..readers.umls import read_mrconso_languages
+            from .extract import name_languages as languages_of_names, write_name_languages
+
+            rows = read_mrconso_languages(
+                mrconso, languages=_split(languages), sources=_split(sources), exclude_sources=_split(exclude_sources) or (),
+                strict=strict,
+            )
+            rows = (row for row in rows if row[0] in written)
+            counts = write_name_languages(languages_file, languages_of_names(rows, lowercase=lowercase))
     typer.echo(f"{count} concepts written to {output}", err=True)
     if name_languages is not None:
-        from ..readers.umls import read_mrconso_languages
-        from .extract import name_languages as languages_of_names, write_name_languages
-
-        rows = read_mrconso_languages(
-            mrconso, languages=_split(languages), sources=_split(sources), exclude_sources=_split(exclude_sources) or (),
-            strict=strict,
-        )
-        rows = (row for row in rows if row[0] in written)
-        counts = write_name_languages(name_languages, languages_of_names(rows, lowercase=lowercase))
         typer.echo(f"names per language written to {name_languages}: " + ", ".join(f"{k} {v}" for k, v in counts.items()), err=True)
 
 
