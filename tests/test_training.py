@@ -749,3 +749,20 @@ def test_a_resume_that_would_train_nothing_with_new_settings_or_other_pairs_is_r
     toy_pairs.write_text("\n".join(reversed(lines)) + "\n", encoding="utf8")  # the same pairs, in another order
     with pytest.raises(SapbertError, match=r"cannot resume: the run's pairs changed since the checkpoint"):
         train(config(4), resume=True)
+
+
+def test_a_resume_with_another_lr_and_weight_decay_trains_with_them(tmp_path, tiny_bert, toy_pairs, one_thread):
+    """The checkpoint's optimizer and schedule state carried the old lr and weight decay back in, while the warning,
+    train_config.json and the model card said the new ones."""
+    def config(max_steps, **kwargs):
+        return TrainConfig(model=tiny_bert, output=str(tmp_path / "run"), pairs=str(toy_pairs), batch_size=4, max_steps=max_steps,
+                           checkpoint_every=1, log_every=1, device="cpu", progress=False, **kwargs)
+
+    train(config(2, lr=1e-3, weight_decay=0.01))
+    with pytest.warns(TrainingWarning, match=r"lr \(0.001 -> 0.05\), weight_decay \(0.01 -> 0.5\)"):
+        train(config(4, lr=5e-2, weight_decay=0.5), resume=True)
+    log = [json.loads(line) for line in (tmp_path / "run" / "train_log.jsonl").read_text().splitlines()]
+    assert [(entry["step"], entry["lr"]) for entry in log if "lr" in entry] == [(1, 1e-3), (2, 1e-3), (3, 5e-2), (4, 5e-2)]
+    saved = torch.load(tmp_path / "run" / "checkpoints" / "last" / "optimizer.pt", weights_only=True)
+    assert {(group["lr"], group["weight_decay"]) for group in saved["param_groups"]} == {(5e-2, 0.5)}
+    assert json.loads((tmp_path / "run" / "train_config.json").read_text())["lr"] == 5e-2

@@ -350,12 +350,23 @@ class TrainingRun:
         self.optimizer.load_state_dict(load_checkpoint_file(folder / "optimizer.pt", map_location=self.device))
         if (folder / "scheduler.pt").exists():  # DHNS checkpoints of 0.2 had none (constant rate)
             self.scheduler.load_state_dict(load_checkpoint_file(folder / "scheduler.pt"))
+        self._apply_rate_settings()
         self.precision.load(folder)
         states = load_checkpoint_file(folder / "rng.pt")
         states = [states] if isinstance(states, dict) else states  # one process's state (DHNS of 0.2)
         if self.ctx.rank < len(states):
             set_rng_state(states[self.ctx.rank])
         self.elapsed_before = float(self.state.get("elapsed", 0.0))
+
+    def _apply_rate_settings(self) -> None:
+        """This run's lr and weight_decay in place of those the checkpoint's optimizer and schedule state carried:
+        a resume with another value (which warns) trains with it, as train_config.json then records."""
+        self.scheduler.base_lrs = [float(self.config.lr) for _ in self.optimizer.param_groups]
+        for group, base in zip(self.optimizer.param_groups, self.scheduler.base_lrs):
+            group["initial_lr"] = base
+            group["lr"] = base * self.scheduler.lr_lambdas[0](self.scheduler.last_epoch)
+            group["weight_decay"] = float(self.config.weight_decay)
+        self.scheduler._last_lr = [group["lr"] for group in self.optimizer.param_groups]
 
     # ---------------------------------------------------------------------------------------------
     # a step
