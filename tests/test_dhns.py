@@ -59,11 +59,37 @@ def test_mining_takes_the_gold_names_nearest_as_positive_and_one_name_per_other_
     assert mined.positive == "a near" and top1 == 1.0
     # nearest other names: "shared" (B and C), then "b one" (B: already used), "b two" (B), "d one" (D)
     assert mined.negatives == ["shared", "d one"]
-    assert [concepts[row].id for row in mined.negative_concepts] == ["B", "D"]
+    assert [[concepts[row].id for row in owners] for owners in mined.negative_owners] == [["B", "C"], ["D"]]
 
     [mined], top1 = mine_examples(space, name_vectors, [("q", "C")], query[None, :], hard_negatives=3)
     assert mined.positive == "shared" and top1 == 0.0  # "shared" is also a name of C: never a negative for C
     assert "shared" not in mined.negatives and mined.negatives[0] == "a near"
+
+
+def test_a_name_two_concepts_share_is_no_negative_for_a_query_of_either(monkeypatch):
+    """Mined as a hard negative for a query of Z, "shared" was tagged with one of its owners only (A), so the batch's
+    query of B was pushed away from its own synonym."""
+    import torch.nn.functional as F
+
+    from spacy_sapbert.training.dhns import _batch_loss
+
+    concepts = [Concept("A", "alpha", ["shared"]), Concept("B", "beta", ["shared"]), Concept("Z", "zeta")]
+    space = NameSpace(concepts)
+    place = {"alpha": unit(1, 0, 0), "shared": unit(0.7, 0.7, 0), "zeta": unit(0, 0, 1), "beta": unit(0, 1, 0)}
+    name_vectors = numpy.stack([place[name] for name in space.names])
+    queries = numpy.stack([unit(0.5, 0.5, 0.7), unit(0, 1, 0.1)])
+    mined, _ = mine_examples(space, name_vectors, [("q1", "Z"), ("q2", "B")], queries, hard_negatives=1)
+    assert mined[0].negatives == ["shared"] and mined[1].positive == "beta"
+    vectors = torch.randn(2 + 2 + sum(len(m.negatives) for m in mined), 5, generator=torch.Generator().manual_seed(0))
+    texts = [m.positive for m in mined] + [t for m in mined for t in m.negatives]
+    owners = [{concepts[o].id for o in space.owners(space.names.index(text))} for text in texts]
+    golds = ["Z", "B"]
+    expected = 0.0
+    for i in range(2):  # the loop reference: candidate j is a negative of query i unless i's gold has j's name
+        sims = F.normalize(vectors[i], dim=0) @ F.normalize(vectors[2:], dim=1).T / 0.5
+        allowed = [j for j in range(len(texts)) if j == i or golds[i] not in owners[j]]
+        expected += float(-(sims[i] - torch.logsumexp(sims[allowed], dim=0)))
+    assert float(_batch_loss(vectors, mined, 0.5, "cpu")) == pytest.approx(expected / 2, rel=1e-5)
 
 
 def pubtator(doc_id, title, abstract, mentions):

@@ -117,7 +117,8 @@ class MinedExample:
     concept: int
     positive: str
     negatives: List[str]
-    negative_concepts: List[int]
+    negative_owners: List[List[int]]  # every concept that has each negative name (a name two concepts share has two)
+    positive_owners: List[int]  # every concept that has the positive name: the gold concept, and any that shares it
 
 
 # data ---------------------------------------------------------------------------------------------
@@ -222,7 +223,7 @@ def mine_examples(
         positive = gold_names[int(numpy.argmax(name_vectors[gold_names] @ vector))]
         top1 += int(gold in space.owners(rows[0]))
         negatives: List[str] = []
-        negative_concepts: List[int] = []
+        negative_owners: List[List[int]] = []
         used = {gold}
         for name_row in rows:
             if len(negatives) == hard_negatives or name_row < 0:
@@ -232,8 +233,8 @@ def mine_examples(
                 continue
             used.update(owners)
             negatives.append(space.names[name_row])
-            negative_concepts.append(next(o for o in owners if o != gold))
-        mined.append(MinedExample(query, gold, space.names[positive], negatives, negative_concepts))
+            negative_owners.append(list(owners))
+        mined.append(MinedExample(query, gold, space.names[positive], negatives, negative_owners, list(space.owners(positive))))
     return mined, top1 / max(len(examples), 1)
 
 
@@ -247,12 +248,15 @@ def info_nce_loss(
     """InfoNCE of B queries over C candidates whose first B rows are the queries' positives.
 
     Cosine similarities divided by `temperature`; a candidate of the query's own concept other than
-    its positive is masked out (it is no negative). Mean over the queries.
+    its positive is masked out (it is no negative). `candidate_concepts`: (C,) concept rows, or (C, m) rows of
+    every concept that has the candidate's name, padded with -1 (a name shared by two concepts is no negative
+    for either). Mean over the queries.
     """
     batch = queries.shape[0]
     logits = F.normalize(queries.float(), dim=-1) @ F.normalize(candidates.float(), dim=-1).T / temperature
     targets = torch.arange(batch, device=queries.device)
-    same = query_concepts[:, None] == candidate_concepts[None, :]
+    owners = candidate_concepts if candidate_concepts.dim() == 2 else candidate_concepts[:, None]
+    same = (query_concepts[:, None, None] == owners[None, :, :]).any(dim=-1)
     same[targets, targets] = False
     return F.cross_entropy(logits.masked_fill(same, float("-inf")), targets)
 
@@ -297,9 +301,9 @@ def _batch_loss(vectors: torch.Tensor, batch: Sequence[MinedExample], temperatur
     """InfoNCE of a batch from `_encode_batch`'s vectors, in float32 (outside autocast)."""
     size = len(batch)
     query_concepts = torch.tensor([e.concept for e in batch], device=device)
-    candidate_concepts = torch.tensor(
-        [e.concept for e in batch] + [c for e in batch for c in e.negative_concepts], device=device
-    )
+    owners = [e.positive_owners for e in batch] + [o for e in batch for o in e.negative_owners]
+    width = max(len(row) for row in owners)
+    candidate_concepts = torch.tensor([row + [-1] * (width - len(row)) for row in owners], device=device)
     return info_nce_loss(vectors[:size], vectors[size:], query_concepts, candidate_concepts, temperature)
 
 
