@@ -568,13 +568,16 @@ class SapbertLinker(Pipe):
 
     def ranked(self, keys: Sequence[str], types: Sequence[str] = (), threshold: bool = False) -> List[List[Candidate]]:
         """The `k` candidates of each normalized string, best first, before the re-ranker: the index's (with
-        `threshold`, those whose similarity reaches the config's threshold), mixed with the memory's votes while it
-        is active, of the allowed types and sources. The threshold is a similarity: it applies before the mixing,
-        whose probabilities split an exact match that two concepts share (0.5 each)."""
+        `threshold`, those whose similarity reaches the config's threshold), mixed with the votes of the memory's
+        neighbours (with `threshold`, those as similar) while it is active, of the allowed types and sources. The
+        threshold is a similarity: it applies before the mixing, whose probabilities split an exact match that two
+        concepts share (0.5 each)."""
         allowed = self.allowed_rows(types)
         concept_hits, neighbours = self.retrieve(keys, self.memory_settings.memory_k, allowed)
         if threshold:
             concept_hits = [self._above_threshold(hits) for hits in concept_hits]
+            if neighbours is not None:  # the "union" mixture adds their ids: none the threshold would not keep
+                neighbours = [self._above_threshold(hits) for hits in neighbours]
         if neighbours is not None:
             concept_hits = [self.memory_settings.mix(hits, votes) for hits, votes in zip(concept_hits, neighbours)]
             if allowed is not None:  # the "union" mixture adds the memory's ids: keep the allowed ones

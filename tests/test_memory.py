@@ -324,3 +324,22 @@ def test_the_threshold_is_a_similarity_also_while_the_memory_has_entries(tiny_be
     [mixed] = linker.search_texts(["DM"])
     assert {"D1", "D2"} <= {cid for cid, _ in mixed}  # still candidates (their probabilities, below 0.6, are not cut)
     assert all(score < 0.6 for _, score in mixed)
+
+
+@pytest.mark.parametrize("mixture", ["published", "union"])
+def test_a_memory_neighbour_below_the_threshold_links_nothing(tiny_bert, mixture):
+    """The "union" mixture added the memory's ids unchecked: with any entry in the memory every mention was linked,
+    whatever the threshold (found by an audit)."""
+    from spacy_sapbert.kb import Concept
+    from spacy_sapbert.pipeline import build_pipeline
+
+    nlp = build_pipeline([Concept("D1", "diabetes mellitus"), Concept("D5", "asthma")], tiny_bert, label=None,
+                         linker_config={"device": "cpu", "k": 1, "memory_mixture": mixture})
+    linker = nlp.get_pipe("sapbert_linker")
+    linker.add_mentions([("wheezing attack", "D5")])
+    [concepts], [neighbours] = linker.retrieve([linker.normalizer.query("banana bread")], 4)
+    assert len(concepts) == 1 and neighbours
+    linker.threshold = max(score for _, score in concepts + neighbours) + 1e-4  # above every similarity of the query
+    assert linker.search_texts(["banana bread"]) == [[]]
+    linker.threshold = min(score for _, score in concepts + neighbours) - 1e-4  # below all: the memory's ids count again
+    assert linker.search_texts(["banana bread"])[0]
