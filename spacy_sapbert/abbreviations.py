@@ -378,6 +378,18 @@ def _span_long_form(span: Span) -> Optional[str]:
     return expanded if expanded != span.text else None
 
 
+def long_form_of(span: Span) -> Optional[str]:
+    """What a linker searches for `span` in place of its text, or None: the long form this module's detector gives
+    when it ran on the span's doc, else `span._.long_form` as another detector set it (scispacy's: a Span). Read
+    from the detector's offsets, not the extension, which scispacy's detector re-registers as a plain attribute."""
+    if Doc.has_extension(OFFSETS_ATTR) and span.doc._.get(OFFSETS_ATTR) is not None:
+        return _span_long_form(span)
+    long_form = span._.get("long_form") if Span.has_extension("long_form") else None
+    if isinstance(long_form, Span):
+        long_form = long_form.text
+    return long_form or None
+
+
 def install_extensions() -> None:
     """Register the Doc/Span extensions (once; existing ones are left alone)."""
     if not Doc.has_extension(OFFSETS_ATTR):
@@ -444,7 +456,10 @@ class AbbreviationDetector:
             [(a.short_start, a.short_end, a.long_start, a.long_end) for a in find_abbreviations(doc.text)],
         )
         if self.label_short_forms:
-            doc.ents = entities_with_short_forms(doc)
+            kept = entities_with_short_forms(doc)
+            spans = {(ent.start, ent.end, ent.label) for ent in kept}
+            dropped = [ent for ent in doc.ents if (ent.start, ent.end, ent.label) not in spans]
+            doc.set_ents(kept, outside=dropped, default="unmodified")  # missing and blocked tokens stay so
         return doc
 
     def pipe(self, docs: Iterable[Doc], batch_size: int = 128) -> Iterable[Doc]:

@@ -23,6 +23,7 @@ from spacy.training import Example
 from spacy.util import minibatch
 import spacy.util
 
+from .abbreviations import long_form_of
 from .backends import BACKENDS
 from .chunk_store import DEFAULT_CHUNK_SIZE
 from .encoder import POOLINGS, Encoder, declared_pooling, resolve_device
@@ -468,15 +469,10 @@ class SapbertLinker(Pipe):
         return [ent for ent in doc.ents if not self.labels or ent.label_ in self.labels]
 
     def query_text(self, span: Span) -> str:
-        """The string searched for a span: its long form when an abbreviation detector found one.
-
-        `span._.long_form` may be a str (sapbert_abbreviations) or a Span (scispacy's
-        abbreviation_detector); a Span gives its text.
-        """
-        if self.use_long_form and Span.has_extension("long_form"):
-            long_form = span._.long_form
-            if isinstance(long_form, Span):
-                long_form = long_form.text
+        """The string searched for a span: its long form when an abbreviation detector found one
+        (`abbreviations.long_form_of`: sapbert_abbreviations', or scispacy's abbreviation_detector's)."""
+        if self.use_long_form:
+            long_form = long_form_of(span)
             if long_form:
                 return long_form
         return span.text
@@ -617,7 +613,8 @@ class SapbertLinker(Pipe):
         return [(cid, score) for cid, score in hits if score >= self.threshold]
 
     def set_annotations(self, docs: Sequence[Doc], candidates: List[List[List[Candidate]]]) -> None:
-        """Write the best id to `span.kb_id_` and the ranked candidates to `span._.kb_ents`."""
+        """Write the best id to `span.kb_id_` and the ranked candidates to `span._.kb_ents`; tokens outside the
+        entities keep their annotation (missing, blocked or outside), as the NER left it."""
         for doc, doc_candidates in zip(docs, candidates):
             linked = {}
             for ent, hits in zip(self.mentions(doc), doc_candidates):
@@ -629,7 +626,7 @@ class SapbertLinker(Pipe):
                 hits = linked.get((ent.start, ent.end, ent.label))
                 kb_id = (hits[0][0] if hits else "") if hits is not None else ent.kb_id_
                 new_ents.append(Span(doc, ent.start, ent.end, label=ent.label, kb_id=kb_id))
-            doc.ents = new_ents
+            doc.set_ents(new_ents, default="unmodified")
             for ent in doc.ents:
                 hits = linked.get((ent.start, ent.end, ent.label))
                 if hits is not None:

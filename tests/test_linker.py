@@ -326,6 +326,21 @@ def test_a_span_long_form_as_scispacy_sets_it_is_searched_as_its_text(linker_nlp
     assert linker.add_to_memory([doc]) == 1 and linker.memory.texts == ["hepatic cancer"]
 
 
+def test_our_long_forms_hold_when_scispacy_registers_its_long_form_attribute(linker_nlp, span_long_form_extension):
+    """scispacy's detector re-registers `span._.long_form` as a plain attribute (default None) in any pipeline of the
+    process: sapbert_abbreviations' long forms were then lost and the short form was searched."""
+    linker_nlp.add_pipe("sapbert_abbreviations", first=True)
+    text = "Hepatic cancer (HC) was treated. Later HC recurred."
+    doc = linker_nlp.make_doc(text)
+    doc.ents = [doc.char_span(text.rindex("HC"), text.rindex("HC") + 2, label="DISEASE")]
+    for _, proc in linker_nlp.pipeline:
+        doc = proc(doc)
+    [ent] = doc.ents
+    assert ent._.long_form is None  # scispacy's attribute, unset
+    assert linker_nlp.get_pipe("sapbert_linker").query_text(ent) == "Hepatic cancer"
+    assert ent.kb_id_ == "D002" and ent._.kb_ents[0][1] == pytest.approx(1.0, abs=1e-4)
+
+
 def test_scispacy_abbreviation_detector_long_forms_are_linked(linker_nlp, span_long_form_extension):
     pytest.importorskip("scispacy.abbreviation")
     link_abbreviation_after(linker_nlp, "abbreviation_detector")
@@ -572,3 +587,13 @@ def test_a_mesh_id_with_its_prefix_finds_its_concept(linker_nlp):
     assert linker.concept("MESH:D001").id == linker.concept("mesh:D001").id == "D001"
     assert linker.known_primary_id("MESH:D004") == "OMIM:100"  # an alternative id, prefixed
     assert linker.concept("MESH:D999") is None and linker.concept("OMIM:100").id == "OMIM:100"
+
+
+def test_linking_keeps_the_ner_annotation_of_tokens_outside_entities(linker_nlp):
+    """set_annotations reassigned doc.ents, so tokens the NER left missing or blocked became outside ("O")."""
+    doc = linker_nlp.make_doc("heart failure after aspirin today")
+    doc.set_ents([Span(doc, 0, 2, label="DISEASE")], blocked=[doc[4:5]], default="missing")
+    before = [(token.ent_iob, token.ent_type) for token in doc]
+    doc = linker_nlp.get_pipe("sapbert_linker")(doc)
+    assert [(token.ent_iob, token.ent_type) for token in doc] == before  # [B, I, missing, missing, blocked]
+    assert doc.ents[0].kb_id_ and doc.ents[0]._.kb_ents

@@ -368,6 +368,21 @@ def test_an_entity_that_is_a_short_form_of_no_entity_is_dropped():
     # "HT" is defined as "Hormone therapy", which is no entity: the NER's two "HT" go; "ST" follows "stroke";
     # an entity that only contains a short form stays
     assert [(e.text, e.start_char) for e in kept.ents] == [("stroke", 28), ("ST", 36), ("ST", 53), ("HT-related dementia", 61)]
+
+
+def test_labelling_short_forms_keeps_tokens_the_ner_left_missing_or_blocked():
+    import spacy
+    from spacy.tokens import Span
+
+    nlp = spacy.blank("en")
+    doc = nlp.make_doc("Hormone therapy (HT) lowers stroke (ST) risk; HT and ST today.")
+    stroke = doc.char_span(28, 34, label="Disease")
+    first_ht = doc.char_span(17, 19, label="Disease")  # a short form of no entity: dropped
+    doc.set_ents([stroke, first_ht], blocked=[doc[-2:-1]], default="missing")
+    kept = AbbreviationDetector(nlp, label_short_forms=True)(doc)
+    assert [(e.text, e.start_char) for e in kept.ents] == [("stroke", 28), ("ST", 36), ("ST", 53)]
+    assert kept[-2].ent_iob == 3 and kept[-2].ent_type == 0  # "today" stays blocked
+    assert kept[0].ent_iob == 0 and kept[first_ht.start].ent_iob == 2  # missing stays missing; the dropped one is outside
     # a long form partly inside an entity neither labels nor drops its short form
     text = "Wiskott-Aldrich syndrome protein (WASP) and WASP."
     doc = _with_ents(nlp, text, [("Wiskott-Aldrich syndrome", "Disease"), ("WASP", "Disease")])
