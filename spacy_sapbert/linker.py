@@ -295,6 +295,12 @@ class SapbertLinker(Pipe):
         self.threshold = threshold
         self.labels = set(labels)
         self.types = tuple(types)
+        for label in types_by_label or {}:  # config.cfg reads "a:b = [...]" in a section as the key "a"
+            if ":" in label or "=" in label:
+                raise SapbertError(
+                    f"sapbert_linker config key `types_by_label` has the label {label!r}: a label with ':' or '=' cannot be "
+                    "saved in a config.cfg section; rename the label"
+                )
         self.types_by_label = {label: tuple(allowed) for label, allowed in (types_by_label or {}).items()}
         self.sources = tuple(sources)
         self.normalizer = Normalizer(lowercase, remove_punctuation)

@@ -597,3 +597,12 @@ def test_linking_keeps_the_ner_annotation_of_tokens_outside_entities(linker_nlp)
     doc = linker_nlp.get_pipe("sapbert_linker")(doc)
     assert [(token.ent_iob, token.ent_type) for token in doc] == before  # [B, I, missing, missing, blocked]
     assert doc.ents[0].kb_id_ and doc.ents[0]._.kb_ents
+
+
+@pytest.mark.parametrize("label", ["a:b", "x=y"])
+def test_a_types_by_label_label_that_a_config_cfg_cannot_hold_is_refused_at_add_pipe(tiny_bert, label):
+    """Linked and saved, such a pipeline could not be loaded again (the section read "a:b = [...]" as the key "a")."""
+    import spacy
+
+    with pytest.raises(SapbertError, match=f"`types_by_label` has the label '{label}'"):
+        spacy.blank("en").add_pipe("sapbert_linker", config={"model": tiny_bert, "device": "cpu", "types_by_label": {label: ["T191"]}})
