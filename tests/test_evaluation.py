@@ -202,6 +202,21 @@ def test_biosyn_protocol_links_to_gold_ids_only_training_mentions_have(tmp_path,
     assert "the biosyn dictionary adds 1 concepts of training mentions" in evaluation.markdown_table(report)
 
 
+def test_a_vocabulary_whose_mesh_ids_carry_their_prefix_scores_like_a_bare_one(tmp_path, tiny_bert):
+    """Gold ids lose their "MESH:" prefix; a BioSyn-style dictionary's "MESH:D2" kept it, so every mention counted as
+    having no gold id in the vocabulary and scored 0 (found by an audit)."""
+    from spacy_sapbert import evaluation
+
+    dev = "2|t|Heart failure, liver cancer.\n2\t0\t13\tHeart failure\tDisease\tMESH:D1\n2\t15\t27\tliver cancer\tDisease\tD2\n\n"
+    (tmp_path / "dev.txt").write_text(dev, encoding="utf8")
+    (tmp_path / "vocab.txt").write_text("MESH:D1||Heart failure\nMESH:D2||Liver cancer\n", encoding="utf8")
+    report = evaluation.run_benchmark(tmp_path / "dev.txt", [(tmp_path / "vocab.txt", "auto", {})], model=tiny_bert,
+                                      protocols=["strict"], cache_dir=None)
+    assert report["n_missing_gold"] == 0
+    [row] = report["results"].values()
+    assert row["strict"]["acc@1"] == 1.0  # each mention is written as its concept's name
+
+
 def test_tfidf_ranks_a_misspelling_near_its_concept():
     concepts = normalized_concepts(vocabulary(), Preprocessing().normalizer)
     [hits] = TfidfRetriever(concepts).rank(["hepatomma"], k=3)

@@ -72,10 +72,13 @@ def test_dictionary_medic_form_ids_and_names(tmp_path):
         "270400|D019082||Smith-Lemli-Opitz Syndrome|SLOS|RSH Syndrome\r\n"
         "C567755|613097||Tooth Agenesis, Selective, 6|STHAG6\r\n"
         "MESH:D000001||Calcimycin\r\n"
-        "C||Diseases\r\n",
+        "C||Diseases\r\n"
+        "umls:C0011849|MESH:D003920||Diabetes Mellitus\r\n",
     )
     concepts = by_id(read_dictionary(path))
-    assert list(concepts) == ["OMIM:270400", "C567755", "MESH:D000001", "C"]
+    # MeSH and UMLS ids bare, as the corpora's gold ids are compared ("MESH:D000001" scored 0 against its own name)
+    assert list(concepts) == ["OMIM:270400", "C567755", "D000001", "C", "C0011849"]
+    assert concepts["C0011849"].alt_ids == ["D003920"]
     slos = concepts["OMIM:270400"]
     assert slos.alt_ids == ["D019082"]
     assert slos.name == "Smith-Lemli-Opitz Syndrome" and slos.synonyms == ["SLOS", "RSH Syndrome"]

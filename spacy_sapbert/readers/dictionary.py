@@ -2,7 +2,8 @@
 
 Both are one format: ids left of the first "||" ("|"-separated, the first one primary), names right of
 it ("|"-separated, the first one canonical). Bare-digit ids are OMIM numbers and become "OMIM:<digits>";
-MeSH ids (D......, C......) and ids that already carry a prefix are kept as they are.
+"MESH:" and "UMLS:" prefixes are dropped ("MESH:D000001" is D000001, as every reader and the corpora's gold ids
+name MeSH and UMLS concepts); other ids are kept as they are.
 """
 from __future__ import annotations
 
@@ -11,13 +12,18 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 from ..kb import Concept, unique
 from . import LinePolicy, MalformedLine, PathLike, check_file, numbered_lines
+from .relations import BARE_PREFIXES
 
 _OMIM_NUMBER = re.compile(r"[0-9]+")
 
 
 def normalize_dictionary_id(raw: str) -> str:
-    """A dictionary id with bare OMIM numbers prefixed ("145250" -> "OMIM:145250")."""
+    """A dictionary id as the readers name concepts: bare OMIM numbers prefixed ("145250" -> "OMIM:145250"), and
+    MeSH and UMLS ids bare ("MESH:D000001" -> "D000001"; a gold "MESH:D000001" is compared as D000001)."""
     raw = raw.strip()
+    prefix, colon, local = raw.partition(":")
+    if colon and local.strip() and prefix.upper() in BARE_PREFIXES:
+        return local.strip()
     return f"OMIM:{raw}" if _OMIM_NUMBER.fullmatch(raw) else raw
 
 
