@@ -41,6 +41,7 @@ CONCEPTS_FILE, NAMES_FILE = "concepts.msgpack", "names.msgpack"  # formats 5 and
 RERANK_FILE = "rerank.npy"
 
 Candidate = Tuple[str, float]
+TIE_TOLERANCE = 1e-5  # scores this close to the best are ties (one vector; float rounding of the inner product)
 
 # How the concepts sharing a name are ordered, which breaks their exact ties (meta.json's `tie_order`):
 # the concepts `ConceptIndex.add_names` was given the name for (the latest call first, then the most often
@@ -465,6 +466,19 @@ class ConceptIndex:
             if nprobe != self.nprobe:
                 set_search_params(self.vectors, self.nprobe)
         return results  # type: ignore[return-value]
+
+    def exact_name_first(self, name: str, hits: List[Candidate], allowed: Optional[numpy.ndarray] = None) -> List[Candidate]:
+        """`hits` of the (normalized) query `name`, the concepts that have exactly that name put first among those
+        tied with the best score: names cut alike at max_length have one vector ("muscular dystrophy-
+        dystroglycanopathy (...), type A, 5" and "..., type A, 6"), and the faiss row order picked one of them."""
+        tied = sum(1 for _, score in hits if score >= hits[0][1] - TIE_TOLERANCE) if hits else 0
+        row = self.name_row(name) if tied > 1 else None
+        if row is None:
+            return hits
+        owners = [self.concepts.ids[r] for r in self.links.concepts_of(row) if allowed is None or allowed[r]]
+        given = dict(hits)
+        first = [(cid, given.get(cid, hits[0][1])) for cid in owners]  # an owner cut off by k gets the best score
+        return (first + [hit for hit in hits if hit[0] not in set(owners)])[:len(hits)]
 
     def name_row(self, name: str) -> Optional[int]:
         """The row of a stored (normalized) name, or None; the hash look-up over the names is built on first use."""

@@ -607,7 +607,7 @@ class SapbertLinker(Pipe):
         vectors = self.vector_cache.vectors(
             list(keys), encoder_settings(encoder), lambda missing: encoder.encode(missing, progress=len(missing) > 5000)
         )
-        concept_hits = index.search(vectors, self.k, allowed)
+        concept_hits = [index.exact_name_first(key, hits, allowed) for key, hits in zip(keys, index.search(vectors, self.k, allowed))]
         return concept_hits, (self.memory.search(vectors, memory_k) if self.memory_active else None)
 
     @property

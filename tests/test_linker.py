@@ -606,3 +606,20 @@ def test_a_types_by_label_label_that_a_config_cfg_cannot_hold_is_refused_at_add_
 
     with pytest.raises(SapbertError, match=f"`types_by_label` has the label '{label}'"):
         spacy.blank("en").add_pipe("sapbert_linker", config={"model": tiny_bert, "device": "cpu", "types_by_label": {label: ["T191"]}})
+
+
+def test_an_exact_name_wins_its_tie_with_names_cut_alike_at_max_length(tiny_bert):
+    """Names that agree in their first max_length word pieces have one vector; the faiss row order picked the concept,
+    so a mention written exactly as one concept's name could link to another (MEDIC's "..., type A, 5" and "6")."""
+    from spacy_sapbert.kb import Concept
+    from spacy_sapbert.pipeline import build_pipeline
+
+    concepts = [Concept(f"D{n}", f"heart failure of type {n}") for n in range(1, 7)] + [Concept("X", "asthma")]
+    nlp = build_pipeline(concepts, tiny_bert, label=None, linker_config={"device": "cpu", "k": 3, "max_length": 4})
+    linker = nlp.get_pipe("sapbert_linker")
+    for n in (1, 4, 6):
+        [hits] = linker.search_texts([f"heart failure of type {n}"])
+        assert hits[0][0] == f"D{n}" and len(hits) == 3
+        assert hits[0][1] == pytest.approx(hits[1][1], abs=1e-5)  # still a tie in score: one vector
+    [other] = linker.search_texts(["heart failure of type 9"])  # no exact name: a tie among the six
+    assert other[0][0] in {f"D{n}" for n in range(1, 7)}
