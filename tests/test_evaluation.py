@@ -333,6 +333,11 @@ def test_end_to_end_precision_recall_f1(tiny_bert):
     chemical = Document("1", text, gold + [Mention(30, 43, "heart failure", "Chemical", "D3")])
     scores = evaluate_end_to_end(nlp, [chemical], labels=["Chemical"])
     assert (scores["tp"], scores["fp"], scores["fn"]) == (0, 0, 1) and "Disease" not in scores["ner"]
+    # scored for SpecificDisease golds only: the Disease entity on the Disease (DiseaseClass-like) gold "Hepatoma" is no
+    # false positive (both types are the label Disease); "nephropathy" (its wrong gold id) and "heart failure" still are
+    scores = evaluate_end_to_end(nlp, [Document("1", text, gold)], labels=["SpecificDisease"])
+    assert (scores["tp"], scores["fp"], scores["fn"]) == (0, 2, 1)
+    assert (scores["ner"]["Disease"]["tp"], scores["ner"]["Disease"]["fp"]) == (1, 1)
 
 
 def test_end_to_end_with_gold_mentions_links_every_gold_and_never_copies_its_id(tiny_bert):

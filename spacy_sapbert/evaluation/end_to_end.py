@@ -119,7 +119,9 @@ def evaluate_end_to_end(
     that links the entity's label (there may be several); a gold id `A|B` for each of its parts, `-1`
     for none. Gold types are mapped to NER labels with `label_map` (default: ner_corpus's, NCBI-disease's
     types -> Disease), so NER scores compare like with like; `labels` keeps gold mentions of those types, and the
-    predictions of their mapped labels (a Chemical entity is no false positive of a Disease-only score).
+    predictions of their mapped labels (a Chemical entity is no false positive of a Disease-only score) except those
+    that overlap a gold mention of a type left out (NCBI-disease's SpecificDisease and DiseaseClass are both
+    Disease: a Disease entity on a DiseaseClass mention is no false positive of a SpecificDisease score).
     `gold_mentions`: the components that find mentions are left out and the rest of the pipeline (linkers,
     an entity_linker) links the gold mentions (an abbreviation detector labelling short forms leaves them as they
     are): (span, id) recall is then linking accuracy.
@@ -143,10 +145,13 @@ def evaluate_end_to_end(
             for m in document.mentions
             if wanted is None or m.label in wanted
         ]
+        left_out = [(m.start, m.end) for m in document.mentions if wanted is not None and m.label not in wanted]
         predictions = []
         for ent in doc.ents:
             if kept_labels is not None and ent.label_ not in kept_labels:  # another type's entity: not scored, as its golds
                 continue
+            if any(start < ent.end_char and ent.start_char < end for start, end in left_out):
+                continue  # on a gold mention of a type left out, whose label it shares: scored with that type
             ids: frozenset = frozenset()
             if ent.kb_id_:
                 linker = linker_for_label(linkers, ent.label_)
