@@ -572,7 +572,7 @@ def evaluate_command(
     corpus_format: str = typer.Option("auto", help="pubtator, biosyn, xlbel or auto."),
     label: List[str] = typer.Option([], help="Only mentions with these labels (e.g. Disease, Chemical)."),
     train: List[Path] = typer.Option([], help="Training (and dev) corpora whose mentions the biosyn protocol adds as names."),
-    protocol: List[str] = typer.Option(["strict", "biosyn"], help="strict (vocabulary names only) and/or biosyn (plus --train mentions)."),
+    protocol: List[str] = typer.Option([], help="strict (vocabulary names only) and/or biosyn (plus --train mentions). Default: strict, and biosyn when --train is given."),
     baselines: bool = typer.Option(False, help="Also run exact match, TF-IDF character 3-grams and the untuned encoder."),
     baseline_model: Optional[str] = typer.Option(None, help="The untuned encoder of --baselines. Default: the offline all-MiniLM-L6-v2."),
     spell_check: Optional[Path] = typer.Option(None, help="misspelling||correction file applied to queries, not to names (BioSyn's NCBI list)."),
@@ -605,6 +605,7 @@ def evaluate_command(
     model, pooling = _model_and_pooling(model, pooling, default)
     vocabularies = vocabulary_specs(vocab, vocab_format, mesh_trees, key_by)
     misses: Optional[list] = [] if errors else None
+    protocols = protocol or (["strict", "biosyn"] if train else ["strict"])
     prep = Preprocessing(
         remove_punctuation=remove_punctuation,
         abbreviations=abbreviations,
@@ -621,14 +622,14 @@ def evaluate_command(
         corpus_format=corpus_format,
         labels=label or None,
         train=train,
-        protocols=protocol,
+        protocols=protocols,
         baselines=baselines,
         baseline_model=baseline_model or default,
         prep=prep,
         cache_dir=cache_dir or Path.home() / ".cache" / "spacy-sapbert" / "eval-index",
         title=title,
         memory=memory,
-        memory_settings=_read_memory_settings(memory_settings, protocol) if memory_settings else None,
+        memory_settings=_read_memory_settings(memory_settings, protocols) if memory_settings else None,
         tune=tune_memory,
         grid_name=memory_grid,
         backend=backend,

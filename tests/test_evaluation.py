@@ -7,6 +7,7 @@ from typer.testing import CliRunner
 
 from conftest import shared_file
 from spacy_sapbert.cli import app
+from spacy_sapbert.errors import SapbertError
 from spacy_sapbert.evaluation import (
     EvalMention,
     ExactMatchRetriever,
@@ -215,6 +216,21 @@ def test_a_vocabulary_whose_mesh_ids_carry_their_prefix_scores_like_a_bare_one(t
     assert report["n_missing_gold"] == 0
     [row] = report["results"].values()
     assert row["strict"]["acc@1"] == 1.0  # each mention is written as its concept's name
+
+
+def test_without_training_corpora_there_is_no_biosyn_row(tmp_path, tiny_bert):
+    """Without --train the biosyn row repeated the strict one under another name (found by an audit): the default is
+    strict alone, and biosyn asked for without training corpora is an error."""
+    from spacy_sapbert import evaluation
+
+    dev = "2|t|Heart failure, liver cancer.\n2\t0\t13\tHeart failure\tDisease\tD1\n2\t15\t27\tliver cancer\tDisease\tD2\n\n"
+    (tmp_path / "dev.txt").write_text(dev, encoding="utf8")
+    (tmp_path / "vocab.txt").write_text("D1||Heart failure\nD2||Liver cancer\n", encoding="utf8")
+    report = evaluation.run_benchmark(tmp_path / "dev.txt", [(tmp_path / "vocab.txt", "auto", {})], model=tiny_bert, cache_dir=None)
+    assert [list(row) for row in report["results"].values()] == [["strict"]]
+    with pytest.raises(SapbertError, match="the biosyn protocol adds the mentions of training corpora.*--train"):
+        evaluation.run_benchmark(tmp_path / "dev.txt", [(tmp_path / "vocab.txt", "auto", {})], model=tiny_bert, cache_dir=None,
+                                 protocols=["strict", "biosyn"])
 
 
 def test_tfidf_ranks_a_misspelling_near_its_concept():
@@ -686,14 +702,14 @@ def test_evaluate_scores_a_reranker_through_the_component_and_refuses_one_of_ano
     report = json.loads((tmp_path / "r.json").read_text())
     name = Path(tiny_bert).name
     assert set(report["results"]) == {name, f"{name} + re-ranker"} and report["reranker"] == str(tmp_path / "reranker")
-    for protocol in ("strict", "biosyn"):  # the re-ranker re-orders the top 10 of the same search
+    for protocol in ("strict",):  # the re-ranker re-orders the top 10 of the same search (no --train: no biosyn row)
         assert report["results"][f"{name} + re-ranker"][protocol]["acc@10"] == report["results"][name][protocol]["acc@10"]
     # with a memory too: the re-ranker re-orders the memory's combined top 10
     result = CliRunner().invoke(app, args + ["--memory", str(tmp_path / "corpus.txt"), "--output", str(tmp_path / "m.json")])
     assert result.exit_code == 0, result.output
     results = json.loads((tmp_path / "m.json").read_text())["results"]
     assert set(results) == {name, f"{name} + re-ranker", f"{name} + memory", f"{name} + memory + re-ranker"}
-    for protocol in ("strict", "biosyn"):
+    for protocol in ("strict",):
         assert results[f"{name} + memory + re-ranker"][protocol]["acc@10"] == results[f"{name} + memory"][protocol]["acc@10"]
     Reranker(tiny_bert, device="cpu").save(tmp_path / "other", trained_on={"encoder_fingerprint": "0" * 16, "normalizer": {}})
     result = CliRunner().invoke(app, args[:-1] + [str(tmp_path / "other")])

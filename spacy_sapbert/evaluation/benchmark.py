@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+from ..errors import SapbertError
 from ..index import vocabulary_hash
 from ..kb import Concept, KnowledgeBase
 from ..memory import MemorySettings
@@ -85,7 +86,7 @@ def run_benchmark(
     corpus_format: str = "auto",
     labels: Optional[Sequence[str]] = None,
     train: Sequence[Path] = (),
-    protocols: Sequence[str] = PROTOCOLS,
+    protocols: Optional[Sequence[str]] = None,
     baselines: bool = False,
     baseline_model: Optional[str] = None,
     baseline_pooling: Optional[str] = None,
@@ -115,12 +116,16 @@ def run_benchmark(
     model is also run with it in the component (its top k re-ordered, its logit times the component's
     `rerank_weight`), one more row (and one more with the memory) for each of `rerank_weights`. The re-ranker is
     loaded once (run as `rerank_backend` says) and each (mention, candidate) pair scored once for all of them.
-    `misses`: a list that receives every mention a system does not rank first (`run_protocols`).
+    `misses`: a list that receives every mention a system does not rank first (`run_protocols`). `protocols`: None
+    runs strict, and biosyn too when there are `train` corpora; biosyn without them is an error.
     """
     from ..encoder import Encoder, default_pooling
     from ..readers import read_vocabularies
     from ..reranker import Reranker, check_reranker_head
 
+    protocols = list(protocols or (PROTOCOLS if train else ("strict",)))
+    if "biosyn" in protocols and not train:  # its index would hold the vocabulary's names only: the strict row again
+        raise SapbertError("the biosyn protocol adds the mentions of training corpora to the dictionary; give them with --train")
     grid = memory_grid(grid_name)
     prep = prep or Preprocessing()
     normalizer = prep.normalizer
