@@ -60,6 +60,6 @@ setup(
             "spacy-sapbert.WithGazetteer.v1 = spacy_sapbert.gazetteer:with_gazetteer",
         ],
         "spacy_scorers": ["spacy-sapbert.linker_scorer.v1 = spacy_sapbert.scoring:make_linker_scorer"],
-        "console_scripts": ["spacy-sapbert = spacy_sapbert.cli:app"],
+        "console_scripts": ["spacy-sapbert = spacy_sapbert.cli:main"],  # main: signals handled, as python -m
     },
 )

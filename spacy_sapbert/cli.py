@@ -437,7 +437,10 @@ def _load(pipeline: Optional[Path]):
 
     from .pipeline import load_default_pipeline
 
-    return spacy.load(pipeline) if pipeline else load_default_pipeline()
+    if not pipeline:
+        return load_default_pipeline()
+    # a folder, or the name of an installed pipeline package (spacy.load reads a Path as a folder only)
+    return spacy.load(pipeline if Path(pipeline).exists() else str(pipeline))
 
 
 @app.command("link")

@@ -71,6 +71,21 @@ def test_link_reads_a_file(built_pipeline, tmp_path):
     assert row["ents"][0]["kb_id"] == "OMIM:3"
 
 
+def test_link_loads_an_installed_pipeline_package_by_name(built_pipeline, tmp_path, monkeypatch):
+    """--pipeline NAME reached spacy.load as Path("NAME"), which spaCy reads as a folder only: an installed package
+    (a wheel of `spacy package`) could not be named (found by an audit)."""
+    import spacy
+
+    loaded = spacy.load(built_pipeline)
+    asked = []
+    monkeypatch.setattr(spacy, "load", lambda name, *args, **kwargs: asked.append(name) or loaded)
+    monkeypatch.chdir(tmp_path)  # no folder of that name here
+    result = runner.invoke(app, ["link", "nephropathy", "--pipeline", "en_sapbert_medic"])
+    assert result.exit_code == 0, result.output
+    assert asked == ["en_sapbert_medic"] and isinstance(asked[0], str)
+    assert json.loads(result.stdout.splitlines()[-1])["ents"][0]["kb_id"] == "OMIM:3"
+
+
 def test_build_index_reports_a_malformed_vocabulary_line(tmp_path, tiny_bert):
     vocab = tmp_path / "bad.txt"
     vocab.write_text("D1||Heart failure\nthis line has no separator\n", encoding="utf8")
