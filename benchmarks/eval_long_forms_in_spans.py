@@ -18,7 +18,7 @@ from typing import Iterator, Optional
 import spacy
 from spacy.tokens import Span
 
-from spacy_sapbert.abbreviations import _doc_long_forms
+from spacy_sapbert.abbreviations import _doc_abbreviation_list, long_forms
 from spacy_sapbert.evaluation.end_to_end import evaluate_end_to_end, gold_mention_doc, mention_finders
 from spacy_sapbert.ner_corpus import DEFAULT_LABEL_MAP
 from spacy_sapbert.readers.corpora import read_pubtator
@@ -26,7 +26,7 @@ from spacy_sapbert.readers.corpora import read_pubtator
 
 def whole_span_long_form(span: Span) -> Optional[str]:
     """The rule before: the long form of a span that is exactly a short form defined in its doc, else None."""
-    return _doc_long_forms(span.doc).get(span.text)
+    return long_forms(_doc_abbreviation_list(span.doc)).get(span.text)
 
 
 @contextlib.contextmanager

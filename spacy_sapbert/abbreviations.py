@@ -32,13 +32,24 @@ also at " or ", " and ", " plus "), and each short-form part is a short-form can
 the whole matching long-form part. A part spelled the same in both ("AVP" in "AVP-neurophysin II
 (AVP-NPII)") defines nothing. If one part fails, no part is defined.
 
+Further rules, each from a wrong definition seen in NCBI-disease or BC5CDR: the long-form window stops after a
+parenthesis left open or closed from outside it, and after a parenthetical that is itself a definition or a list
+("COMP (EDM1, McKusick 132400) and COL9A2 genes (EDM2)"), while one inside a word ("poly(ADP-ribose) polymerase")
+or a descriptive one ("(insulin-dependent) diabetes mellitus") stays in it; parentheses that a word continues on
+both sides ("R-(alpha)-methylhistamine") define nothing; a long form never begins with a function word ("and",
+"the", ...) nor ends with a comma; in ``SF (long form)`` the short form has a capital, the long form is the
+parenthesis up to its first ";" or ", " when that matches (else the whole of it), and is no abbreviation itself
+("C2 (C2D)").
+
 ``find_abbreviations`` is a pure function on a string. ``AbbreviationDetector`` (factory
 "sapbert_abbreviations") runs it on ``doc.text`` and provides:
 
 - ``doc._.abbreviations``: list of (short-form Span, long-form Span), one per definition;
 - ``span._.long_form``: the span's text with every whole-word short form defined anywhere in its doc
-  (any occurrence, not only the defining one) replaced by its long form ("HPT" and "primary HPT" both
-  written out), else None -- the linker embeds it instead of the span's text, as ``evaluate`` does.
+  (any occurrence, not only the defining one; a plural "ADs" too) replaced by its long form ("HPT" and "primary
+  HPT" both written out), by the definition nearest before the span where a short form has two, and a definition
+  inside the span without its parenthesis; else None -- the linker embeds it instead of the span's text, as
+  ``evaluate`` does.
 
 Only plain values are stored on the Doc (``doc._.sapbert_abbreviation_offsets``: a list of
 (short_start, short_end, long_start, long_end) character offsets), so Docs with the extension set
@@ -68,6 +79,8 @@ MIN_SHORT_LENGTH = 2
 MAX_SHORT_LENGTH = 10
 MAX_SHORT_WORDS = 2
 
+# lower-case words that never begin a long form: a match that starts with one spans a phrase, not a name
+FUNCTION_WORDS = frozenset(("and", "or", "of", "the", "in", "with", "for", "to", "by", "from", "on", "at", "as", "that", "which"))
 _SENTENCE_END = re.compile(r"[.!?;](?=\s)")
 
 
@@ -145,8 +158,9 @@ def _contains_word(text: str, word: str) -> bool:
 
 
 def _long_form(short: str, candidate: str) -> Optional[Tuple[int, int]]:
-    """(start, end) in `candidate` of a valid long form of `short`, or None."""
-    end = len(candidate.rstrip())
+    """(start, end) in `candidate` of a valid long form of `short`, or None; a comma, semicolon or colon that ends the
+    candidate is left out ("puromycin aminonucleoside, (PAN, 7.5 mg/kg)")."""
+    end = len(candidate.rstrip().rstrip(",;:").rstrip())
     candidate = candidate[:end]
     start = initials_long_form_start(short, candidate)
     if start is None:
@@ -155,6 +169,8 @@ def _long_form(short: str, candidate: str) -> Optional[Tuple[int, int]]:
         return None
     long = candidate[start:end]
     if len(long) <= len(short) or len(long.split()) > max_long_form_words(short):
+        return None
+    if long.split()[0] in FUNCTION_WORDS:  # "AMN (and its companion, ...)", "Taxol (the maximum tolerated dose of ...)"
         return None
     if _contains_word(long, short):
         return None
@@ -176,12 +192,14 @@ def _closing_parenthesis(text: str, open_at: int) -> Optional[int]:
 
 
 def _window_before(text: str, end: int, max_words: int) -> Tuple[int, str]:
-    """(offset, text) of at most `max_words` words before `end`, not reaching back over a sentence end."""
+    """(offset, text) of at most `max_words` words before `end`, not reaching back over a sentence end or a
+    parenthesis that closes off what came before (`_parenthesis_start`)."""
     sentence_start = 0
     for match in _SENTENCE_END.finditer(text, 0, end):
         sentence_start = match.end()
     line_start = text.rfind("\n", 0, end) + 1
     begin = max(sentence_start, line_start)
+    begin = _parenthesis_start(text, begin, end)
     words = list(re.finditer(r"\S+", text[begin:end]))
     if not words:
         return end, ""
@@ -203,6 +221,8 @@ def find_abbreviations(text: str) -> List[Abbreviation]:
         if close_at is None:
             continue
         inner_start, inner_end = open_at + 1, close_at
+        if _inside_a_word(text, open_at, close_at):
+            continue
         abbreviation = _long_form_before(text, open_at, inner_start, inner_end)
         if abbreviation is None:
             abbreviation = _short_form_before(text, open_at, inner_start, inner_end)
@@ -210,6 +230,37 @@ def find_abbreviations(text: str) -> List[Abbreviation]:
             found.append(abbreviation)
             found.extend(compound_parts(abbreviation))
     return found
+
+
+def _parenthesis_start(text: str, begin: int, end: int) -> int:
+    """Where a long-form window within text[begin:end] may start: after a parenthesis left open or closed from
+    outside it ("(tryptophan (TRP)", "criteria) was 15% (CR)"), and after a parenthetical of its own that is a
+    definition or a list ("COMP (EDM1, McKusick 132400) and COL9A2 genes (EDM2)", "(T0) and after 30 minutes
+    (T30)"). A parenthesis inside a word ("poly(ADP-ribose) polymerase") or a descriptive one ("(insulin-dependent)
+    diabetes mellitus") stays inside the window."""
+    closes: List[int] = []  # the open ")" found walking left, innermost last
+    for i in range(end - 1, begin - 1, -1):
+        if text[i] == ")":
+            closes.append(i)
+        elif text[i] == "(":
+            if not closes:
+                return i + 1  # opened before the long form and never closed
+            close_at = closes.pop()
+            inner = text[i + 1:close_at].strip()
+            if not closes and not _inside_a_word(text, i, close_at, either_side=True) and (
+                ";" in inner or ", " in inner or is_short_form_candidate(inner)
+            ):
+                return close_at + 1
+    return closes[0] + 1 if closes else begin
+
+
+def _inside_a_word(text: str, open_at: int, close_at: int, either_side: bool = False) -> bool:
+    """True for parentheses that a word continues on both sides of, as in a chemical name
+    ("R-(alpha)-methylhistamine"): no definition; with `either_side`, on one side ("(RS)-1-aminoindan")."""
+    glued_before = open_at > 0 and not text[open_at - 1].isspace() and text[open_at - 1] not in "([{"
+    after = text[close_at + 1:close_at + 2]
+    glued_after = after.isalnum() or after == "-"
+    return (glued_before or glued_after) if either_side else (glued_before and glued_after)
 
 
 # where a long form splits for each separator of a compound short form
@@ -295,51 +346,80 @@ def _short_form_before(text: str, open_at: int, inner_start: int, inner_end: int
     while short_start > 0 and not before[short_start - 1].isspace():
         short_start -= 1
     short = text[short_start:short_end]
-    if not is_short_form_candidate(short) or len(short.split()) != 1:
-        return None
-    long_start, long_end = _strip_span(text, inner_start, inner_end)
-    candidate = text[long_start:long_end]
-    if not candidate or len(candidate.split()) > max_long_form_words(short):
-        return None
-    bounds = _long_form(short, candidate)
-    if bounds is None or bounds[0] != 0:
-        # the whole parenthesis must be the long form
-        return None
-    return Abbreviation(short, candidate, short_start, short_end, long_start, long_end)
+    if not is_short_form_candidate(short) or len(short.split()) != 1 or not any(ch.isupper() for ch in short):
+        return None  # a word without a capital before a parenthesis is a word ("seen (standardized incidence ratio 35)")
+    first_item = inner_end
+    for separator in (";", ", "):  # "(3,4-methylenedioxymethamphetamine, ecstasy)" (a comma inside a word stays)
+        pos = text.find(separator, inner_start, first_item)
+        if pos != -1:
+            first_item = pos
+    # the parenthesis up to its first ";" or ", ", else the whole of it ("WAGR (Wilms tumor, aniridia, ...)")
+    for cut in dict.fromkeys((first_item, inner_end)):
+        long_start, long_end = _strip_span(text, inner_start, cut)
+        candidate = text[long_start:long_end]
+        if not candidate or len(candidate.split()) > max_long_form_words(short) or _looks_like_a_short_form(candidate):
+            continue
+        bounds = _long_form(short, candidate)
+        if bounds is not None and bounds[0] == 0:  # the whole candidate must be the long form
+            return Abbreviation(short, candidate, short_start, short_end, long_start, long_end)
+    return None
 
 
-def long_forms(abbreviations: Iterable[Abbreviation]) -> Dict[str, str]:
-    """Short form -> long form; the first definition of a short form wins."""
+def _looks_like_a_short_form(candidate: str) -> bool:
+    """One short word with two or more capitals ("C2D", "HBsAg"): another abbreviation, not a long form ("C2 (C2D)")."""
+    return is_short_form_candidate(candidate) and " " not in candidate and sum(ch.isupper() for ch in candidate) >= 2
+
+
+def long_forms(abbreviations: Iterable[Abbreviation], at: Optional[int] = None) -> Dict[str, str]:
+    """Short form -> long form. For a mention that starts at offset `at`: of a short form defined twice, the
+    definition nearest before it (one that starts where the mention does, or inside it, counts as before), else
+    the first after ("diabetes mellitus (DM) ... dystrophia myotonica (DM)": each DM its own). `at` None: the
+    first definition."""
     out: Dict[str, str] = {}
-    for abbreviation in abbreviations:
-        out.setdefault(abbreviation.short, abbreviation.long)
+    for abbreviation in sorted(abbreviations, key=_definition_start):
+        if at is None:
+            out.setdefault(abbreviation.short, abbreviation.long)
+        elif abbreviation.short not in out or _definition_start(abbreviation) <= at:
+            out[abbreviation.short] = abbreviation.long
     return out
 
 
+def _definition_start(abbreviation: Abbreviation) -> int:
+    return min(abbreviation.short_start, abbreviation.long_start)
+
+
 def expand_abbreviations(
-    text: str, mention: str, abbreviations: Optional[Sequence[Abbreviation]] = None
+    text: str, mention: str, abbreviations: Optional[Sequence[Abbreviation]] = None, at: Optional[int] = None
 ) -> str:
-    """`mention` with each whole-word short form defined in `text` replaced by its long form.
+    """`mention` with each whole-word short form defined in `text` replaced by its long form (`replace_short_forms`);
+    `at`: where the mention starts in `text`, which picks a short form's definition when it has several.
 
     `abbreviations` (from ``find_abbreviations(text)``) can be given to avoid searching `text` again.
 
     >>> expand_abbreviations("Wilson disease (WD) is rare.", "WD gene")
     'Wilson disease gene'
     """
-    return replace_short_forms(mention, long_forms(find_abbreviations(text) if abbreviations is None else abbreviations))
+    return replace_short_forms(mention, long_forms(find_abbreviations(text) if abbreviations is None else abbreviations, at))
 
 
 def replace_short_forms(mention: str, mapping: Mapping[str, str]) -> str:
-    """`mention` with each whole-word short form of `mapping` (short form -> long form) replaced by its long form."""
+    """`mention` with each whole-word short form of `mapping` (short form -> long form) replaced by its long form,
+    a plural too ("ADs"); a definition inside the mention loses its parenthesis ("von Hippel-Lindau (VHL) disease"
+    -> "von Hippel-Lindau disease", not "von Hippel-Lindau (von Hippel-Lindau) disease")."""
     if not mapping:
         return mention
-    return _short_form_pattern(tuple(sorted(mapping, key=len, reverse=True))).sub(lambda match: mapping[match.group(0)], mention)
+    if "(" in mention:
+        for short, long in mapping.items():
+            if long in mention:
+                mention = re.sub(re.escape(long) + r"\s*\(\s*" + re.escape(short) + r"\s*\)", lambda _: long, mention)
+    return _short_form_pattern(tuple(sorted(mapping, key=len, reverse=True))).sub(lambda match: mapping[match.group(1)], mention)
 
 
 @functools.lru_cache(maxsize=256)
 def _short_form_pattern(short_forms: Tuple[str, ...]) -> re.Pattern:
-    """Any of `short_forms` as a whole word, the longest first (a doc's short forms, reused for each of its entities)."""
-    return re.compile(r"(?<!\w)(?:" + "|".join(re.escape(short) for short in short_forms) + r")(?!\w)")
+    """Any of `short_forms` as a whole word, the longest first, as group 1, with the plural "s" of one that ends in a
+    capital (a doc's short forms, reused for each of its entities)."""
+    return re.compile(r"(?<!\w)(" + "|".join(re.escape(short) for short in short_forms) + r")(?:(?<=[A-Z])s)?(?!\w)")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -363,18 +443,15 @@ def _doc_abbreviations(doc: Doc) -> List[Tuple[Span, Span]]:
     return pairs
 
 
-def _doc_long_forms(doc: Doc) -> Dict[str, str]:
+def _doc_abbreviation_list(doc: Doc) -> List[Abbreviation]:
     text = doc.text
-    out: Dict[str, str] = {}
-    for short_start, short_end, long_start, long_end in _offsets(doc):
-        out.setdefault(text[short_start:short_end], text[long_start:long_end])
-    return out
+    return [Abbreviation(text[ss:se], text[ls:le], ss, se, ls, le) for ss, se, ls, le in _offsets(doc)]
 
 
 def _span_long_form(span: Span) -> Optional[str]:
     """The span's text with the short forms defined in its doc written out ("primary HPT" -> "primary
     hyperparathyroidism"), as `expand_abbreviations` gives `evaluate` its queries; None when it holds none."""
-    expanded = replace_short_forms(span.text, _doc_long_forms(span.doc))
+    expanded = replace_short_forms(span.text, long_forms(_doc_abbreviation_list(span.doc), at=span.start_char))
     return expanded if expanded != span.text else None
 
 

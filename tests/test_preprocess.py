@@ -197,6 +197,15 @@ def test_apply_spell_check_with_biosyn_file():
         ("patients with multiple myeloma (MM) were", "MM", "multiple myeloma"),
         ("risk of type 2 diabetes (T2D) rose", "T2D", "type 2 diabetes"),
         ("in X-linked adrenoleukodystrophy (X-ALD), a", "X-ALD", "X-linked adrenoleukodystrophy"),  # no initials match
+        # sentences of NCBI-disease and BC5CDR, each with a wrong long form before: a parenthesis inside a word or a
+        # descriptive one stays in the long form; one left open is not part of it; a list's first item in "SF (LF, ...)"
+        ("of poly(ADP-ribose) polymerase (PARP) in", "PARP", "poly(ADP-ribose) polymerase"),
+        ("with (insulin-dependent) diabetes mellitus (IDDM) and", "IDDM", "(insulin-dependent) diabetes mellitus"),
+        ("in patients with (ataxia-telangiectasia (AT) and", "AT", "ataxia-telangiectasia"),
+        ("users of MDMA (3,4-methylenedioxymethamphetamine, ecstasy) had", "MDMA", "3,4-methylenedioxymethamphetamine"),
+        ("of the WAGR (Wilms tumor, aniridia, genitourinary abnormalities, and mental retardation) locus", "WAGR",
+         "Wilms tumor, aniridia, genitourinary abnormalities, and mental retardation"),  # the first item is no long form
+        ("a single IV injection of puromycin aminonucleoside, (PAN, 7.5 mg/kg) and", "PAN", "puromycin aminonucleoside"),
     ],
 )
 def test_find_abbreviations(text, short, long):
@@ -219,6 +228,14 @@ def test_find_abbreviations(text, short, long):
         "results were seen (Fig. 2)",
         "an unclosed (parenthesis",
         "Wilson disease. (WD)",  # the long form does not reach over a sentence end
+        # sentences of NCBI-disease and BC5CDR that gave a wrong definition before
+        "genes for COMP (EDM1, McKusick 132400) and COL9A2 genes (EDM2, McKusick 600204)",  # not over another definition
+        "at baseline (T0) and after 30 minutes (T30)",
+        "phosphinic acid, the H3 agonist R-(alpha)-methylhistamine",  # a parenthesis inside a word defines nothing
+        "a deficiency of C2 (C2D) is",  # another abbreviation is no long form
+        "was seen (standardized incidence ratio 35, 95% confidence interval 7.2 to 102)",  # a word without capitals
+        "that AMN (and its companion, adrenoleukodystrophy) are linked",  # a long form never begins with "and"
+        "the recommended dose of Taxol (the maximum tolerated dose of paclitaxel)",
     ],
 )
 def test_find_abbreviations_negative(text):
@@ -331,6 +348,25 @@ def _with_ents(nlp, text, ents):
     return doc
 
 
+@pytest.mark.parametrize(
+    "text, mention, at, expanded",
+    [
+        # each use of a short form defined twice takes the definition nearest before it (its own, where it is one)
+        ("Diabetes mellitus (DM) differs from dystrophia myotonica (DM). DM is rare.", "DM", 19, "Diabetes mellitus"),
+        ("Diabetes mellitus (DM) differs from dystrophia myotonica (DM). DM is rare.", "DM", 58, "dystrophia myotonica"),
+        ("Diabetes mellitus (DM) differs from dystrophia myotonica (DM). DM is rare.", "DM", 63, "dystrophia myotonica"),
+        ("DM is rare. Diabetes mellitus (DM) differs from dystrophia myotonica (DM).", "DM", 0, "Diabetes mellitus"),  # before any
+        # a mention that holds its own definition drops the parenthesis
+        ("von Hippel-Lindau (VHL) disease is rare.", "von Hippel-Lindau (VHL) disease", 0, "von Hippel-Lindau disease"),
+        # a plural of a short form that ends in a capital
+        ("Alzheimer disease (AD) is common; ADs differ.", "ADs", 34, "Alzheimer disease"),
+    ],
+)
+def test_short_forms_are_written_out_by_the_nearest_definition(text, mention, at, expanded):
+    assert text[at:at + len(mention)] == mention
+    assert expand_abbreviations(text, mention, at=at) == expanded
+
+
 def test_short_forms_of_entities_become_entities_with_their_label():
     import spacy
 
@@ -390,3 +426,15 @@ def test_labelling_short_forms_keeps_tokens_the_ner_left_missing_or_blocked():
     # off by default
     doc = _with_ents(nlp, "Hormone therapy (HT) again.", [("HT", "Disease")])
     assert [e.text for e in AbbreviationDetector(nlp)(doc).ents] == ["HT"]
+
+
+def test_span_long_form_takes_the_definition_nearest_before_the_span():
+    """The component's long form of a span follows the same definition as `evaluate`'s query (expand_abbreviations)."""
+    import spacy
+
+    nlp = spacy.blank("en")
+    text = "Diabetes mellitus (DM) differs from dystrophia myotonica (DM). DM is rare."
+    doc = AbbreviationDetector(nlp)(_with_ents(nlp, text, []))
+    first, second, third = (doc.char_span(at, at + 2) for at in (19, 58, 63))
+    assert [span._.long_form for span in (first, second, third)] == ["Diabetes mellitus", "dystrophia myotonica", "dystrophia myotonica"]
+    assert [expand_abbreviations(text, "DM", at=span.start_char) for span in (first, second, third)] == [span._.long_form for span in (first, second, third)]

@@ -74,7 +74,7 @@ def mentions_from_documents(
                 continue
             parts = mention_parts(mention.text, mention.gold, mention.parts)
             if abbreviations:
-                parts = [expand_abbreviations(document.text, part, abbreviations) for part in parts]
+                parts = [expand_abbreviations(document.text, part, abbreviations, at=mention.start) for part in parts]
             where = MentionInContext(document.text, mention.start, mention.end)
             mentions.append(EvalMention(mention.text, mention.gold, parts, document.id, where))
     return mentions, cuiless
