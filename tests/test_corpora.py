@@ -221,6 +221,22 @@ def test_xlbel_empty_marker_falls_back_to_mention_column():
     assert query.doc_id == "de_1k_test_query_with_context.txt:736"
 
 
+def test_xlbel_queries_with_several_cuis_are_searched_whole_any_cui_right(tmp_path):
+    """In XL-BEL "C1|C2" lists the concepts any one of which is right; the query was split as a composite ("small and
+    superficial dilated blood vessels" into two parts that both had to be found; found by an audit)."""
+    from spacy_sapbert.evaluation.queries import Preprocessing, read_corpus
+
+    path = shared_file("xl-bel", "xlbel_v1.0", "en_1k_test_query_with_context.txt")
+    mentions, _, _ = read_corpus(path, "xlbel", Preprocessing())
+    several = [m for m in mentions if "|" in m.gold]
+    assert several and all(m.queries == [m.text] for m in several)
+    assert any(m.text == "small and superficial dilated blood vessels" for m in several)
+    # a BioSyn .concept file's "A|B" is a composite: still split
+    (tmp_path / "x.concept").write_text("1||0|25||Disease||breast and ovarian cancer||D001943|D010051\n", encoding="utf8")
+    [composite] = read_corpus(tmp_path / "x.concept", "biosyn", Preprocessing())[0]
+    assert composite.queries == ["breast cancer", "ovarian cancer"]
+
+
 def test_xlbel_all_file():
     queries = list(read_xlbel(shared_file("xl-bel", "xlbel_v0.0", "all_1k_test_query.txt")))
     assert len(queries) == 10000 and len({q.gold for q in queries}) == 5259

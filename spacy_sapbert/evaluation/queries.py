@@ -80,15 +80,19 @@ def mentions_from_documents(
     return mentions, cuiless
 
 
-def mentions_from_queries(queries: Iterable[Query], prep: Preprocessing) -> Tuple[List[EvalMention], int]:
-    """Scored mentions of query-only corpora (BioSyn .concept, XL-BEL): no document text to expand from."""
+def mentions_from_queries(
+    queries: Iterable[Query], prep: Preprocessing, split_composites: bool = True
+) -> Tuple[List[EvalMention], int]:
+    """Scored mentions of query-only corpora (BioSyn .concept, XL-BEL): no document text to expand from.
+    `split_composites` False: a gold "C1|C2" names the concepts any one of which is right (XL-BEL, as SapBERT scores
+    it), and the mention is searched whole, never split into composite parts."""
     mentions: List[EvalMention] = []
     cuiless = 0
     for query in queries:
         if is_cuiless(query.gold):
             cuiless += 1
             continue
-        parts = mention_parts(query.mention, query.gold)
+        parts = mention_parts(query.mention, query.gold) if split_composites else [query.mention]
         mentions.append(EvalMention(query.mention, query.gold, parts, query.doc_id))
     return mentions, cuiless
 
@@ -122,5 +126,5 @@ def read_corpus(path: Path, corpus_format: str, prep: Preprocessing, labels: Opt
 
         raise SapbertError(f"corpus format {corpus_format!r} is not supported; choose from pubtator, biosyn, xlbel")
     queries = [q for q in readers[corpus_format](path) if not labels or q.label in labels]
-    mentions, cuiless = mentions_from_queries(queries, prep)
+    mentions, cuiless = mentions_from_queries(queries, prep, split_composites=corpus_format != "xlbel")
     return mentions, cuiless, None
