@@ -112,7 +112,7 @@ def build_index_command(
     format: str = typer.Option("auto", help="dictionary, medic, umls, obo, obo-json, mesh, mesh-supp, scispacy or auto."),
     model: str = typer.Option(None, help="Encoder: hub name or local folder. Default: the offline all-MiniLM-L6-v2."),
     pooling: str = typer.Option(None, help="cls (SapBERT) or mean. Default: what the model folder declares (sentence-transformers' 1_Pooling), else cls."),
-    max_length: int = typer.Option(25, help="Word pieces per name or mention."),
+    max_length: Optional[int] = typer.Option(None, help="Word pieces per name or mention. Default: what a model trained by this package was trained at (its sapbert_encoder.json), else 25."),
     batch_size: int = typer.Option(128, help="Names encoded per batch."),
     device: str = typer.Option("auto", help="auto (CUDA when present), cpu or cuda."),
     backend: str = typer.Option("torch", help="How the encoder runs: torch (float32), torch-bf16 or torch-fp16 (reduced precision: bfloat16 for CPUs with AMX or AVX512-BF16 and for GPUs, float16 for GPUs), onnx or onnx-int8 (ONNX Runtime; the `onnx` extra)."),
@@ -162,6 +162,7 @@ def build_index_command(
         raise SapbertError(f"--chunk-dir {chunk_dir} is (inside) the output {output}: the saved pipeline would replace it; choose another folder")
     ray_settings = _ray_settings(ray, ray_workers, ray_cpus, ray_gpus)
     model, pooling = _model_and_pooling(model, pooling, offline_default_model())
+    max_length = _max_length(model, max_length)
     options = {key: str(path) for key, path in (("mrsty", mrsty), ("mrdef", mrdef)) if path}
     concepts = list(read_vocabulary(str(vocabulary), format, strict=strict, **options))
     typer.echo(f"{len(concepts)} concepts read from {vocabulary}", err=True)
@@ -348,7 +349,7 @@ def plot_embeddings_command(
     output: Path = typer.Option(..., "--output", "-o", help="The PNG to write."),
     concepts: int = typer.Option(12, help="Concepts to draw (each with 4 to 12 names)."),
     mesh_trees: List[str] = typer.Option([], help="Keep only MeSH descriptors under these tree letters."),
-    max_length: int = typer.Option(25, help="Word pieces per name."),
+    max_length: Optional[int] = typer.Option(None, help="Word pieces per name. Default: what --after was trained at (its sapbert_encoder.json), else 25."),
     device: str = typer.Option("auto", help="auto, cpu or cuda."),
     seed: int = typer.Option(0, help="Seed of the concept sample and of t-SNE."),
 ) -> None:
@@ -365,6 +366,7 @@ def plot_embeddings_command(
         raise SapbertError(f"fewer than 2 concepts with 4 or more names in {', '.join(map(str, vocab))}")
     names, labels = names_and_labels(sample)
     panels = {}
+    max_length = _max_length(after, max_length)  # both encoders at the length the trained one was trained at
     for which, model in (("before", before), ("after", after)):
         model, pooling = _model_and_pooling(model, None, offline_default_model())
         vectors = Encoder(model, pooling=pooling, max_length=max_length, device=device).encode(names)
@@ -373,6 +375,13 @@ def plot_embeddings_command(
         panels[f"{which}: {'/'.join(Path(model).parts[-2:])}, nearest name same concept {100 * rate:.0f}%"] = vectors
     plot_embeddings(panels, labels, [c.name for c in sample], output, seed=seed)
     typer.echo(f"{len(sample)} concepts, {len(names)} names drawn to {output}", err=True)
+
+
+def _max_length(model: str, max_length: Optional[int]) -> int:
+    """--max-length, else what the model folder was trained at, else 25."""
+    from .encoder import default_max_length
+
+    return default_max_length(model) if max_length is None else max_length
 
 
 def _model_and_pooling(model: Optional[str], pooling: Optional[str], offline_default: Optional[str]):
@@ -568,7 +577,7 @@ def evaluate_command(
     rerank_backend: str = typer.Option("torch", help=RERANK_BACKEND_HELP),
     model: Optional[str] = typer.Option(None, help="Encoder to evaluate (hub name or folder). Default: the offline all-MiniLM-L6-v2."),
     pooling: Optional[str] = typer.Option(None, help="cls or mean. Default: what the model folder declares (sentence-transformers' 1_Pooling), else cls."),
-    max_length: int = typer.Option(25, help="Word pieces per name or mention."),
+    max_length: Optional[int] = typer.Option(None, help="Word pieces per name or mention. Default: what a model trained by this package was trained at (its sapbert_encoder.json), else 25."),
     batch_size: int = typer.Option(128, help="Strings per encoder batch."),
     device: str = typer.Option("auto", help="auto, cpu or cuda."),
     backend: str = typer.Option("torch", help="How the encoder runs: torch (float32), torch-bf16 or torch-fp16 (reduced precision: bfloat16 for CPUs with AMX or AVX512-BF16 and for GPUs, float16 for GPUs), onnx or onnx-int8 (ONNX Runtime; the `onnx` extra)."),
@@ -606,6 +615,7 @@ def evaluate_command(
     check_rerank_backend(rerank_backend, "--rerank-backend")
     default = offline_default_model()
     model, pooling = _model_and_pooling(model, pooling, default)
+    max_length = _max_length(model, max_length)
     vocabularies = vocabulary_specs(vocab, vocab_format, mesh_trees, key_by)
     misses: Optional[list] = [] if errors else None
     protocols = protocol or (["strict", "biosyn"] if train else ["strict"])

@@ -54,14 +54,32 @@ def declared_pooling(model: Union[str, Path]) -> Optional[str]:
     return None
 
 
+TRAINED_SETTINGS_FILE = "sapbert_encoder.json"  # what this package's trainers trained a model folder with
+
+
+def declared_max_length(model: Union[str, Path]) -> Optional[int]:
+    """The max_length a model folder that this package's trainers wrote was trained at (its sapbert_encoder.json), or
+    None: a hub name or another folder (sentence-transformers' max_seq_length says what it may take, not a recipe)."""
+    path = Path(resolve_model(str(model))) / TRAINED_SETTINGS_FILE
+    if not path.is_file():
+        return None
+    value = json.loads(path.read_text(encoding="utf8")).get("max_length")
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def default_max_length(model: Union[str, Path]) -> int:
+    """The max_length to use when none is given: what the folder was trained at, else SapBERT's 25."""
+    return declared_max_length(model) or 25
+
+
 def default_pooling(model: Union[str, Path]) -> str:
     """The pooling to use when none is given: what the folder declares, else [CLS] (SapBERT)."""
     return declared_pooling(model) or "cls"
 
 
 def write_pooling_files(folder: Union[str, Path], pooling: str, max_length: int, dim: int) -> None:
-    """modules.json, 1_Pooling/config.json and sentence_bert_config.json: the folder says how it pools and
-    truncates (read back by `declared_pooling`, and by sentence-transformers)."""
+    """modules.json, 1_Pooling/config.json, sentence_bert_config.json and TRAINED_SETTINGS_FILE: the folder says how it
+    pools and truncates (read back by `declared_pooling` and `declared_max_length`, and by sentence-transformers)."""
     folder = Path(folder)
     modules = [
         {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
@@ -80,6 +98,7 @@ def write_pooling_files(folder: Union[str, Path], pooling: str, max_length: int,
     (folder / "sentence_bert_config.json").write_text(
         json.dumps({"max_seq_length": max_length, "do_lower_case": False}, indent=2), encoding="utf8"
     )
+    (folder / TRAINED_SETTINGS_FILE).write_text(json.dumps({"pooling": pooling, "max_length": max_length}, indent=2), encoding="utf8")
 
 
 def resolve_device(device: str) -> torch.device:

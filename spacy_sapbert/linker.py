@@ -26,7 +26,7 @@ import spacy.util
 from .abbreviations import long_form_of
 from .backends import BACKENDS
 from .chunk_store import DEFAULT_CHUNK_SIZE
-from .encoder import POOLINGS, Encoder, declared_pooling, resolve_device
+from .encoder import POOLINGS, Encoder, declared_max_length, declared_pooling, resolve_device
 from .errors import ConfigWarning, EncoderLoadError, IndexFormatError, NotInitializedError, SapbertError
 from .index import Candidate, ConceptIndex, check_vector_settings, encoder_settings
 from .index_types import CONFIG_INDEX_TYPES, DEFAULT_NPROBE, DEFAULT_SHORTLIST
@@ -383,6 +383,13 @@ class SapbertLinker(Pipe):
             warnings.warn(
                 f"{self.name}: config key `pooling` is {self.encoder_options['pooling']!r}, but the model {self.model} was trained "
                 f"to pool with {declared!r} (its 1_Pooling/config.json); set pooling = \"{declared}\" unless {self.encoder_options['pooling']!r} is meant",
+                ConfigWarning, stacklevel=2,
+            )
+        trained_at = declared_max_length(self.encoder.name)
+        if trained_at is not None and trained_at != self.encoder_options["max_length"]:
+            warnings.warn(
+                f"{self.name}: config key `max_length` is {self.encoder_options['max_length']}, but the model {self.model} was trained "
+                f"at max_length {trained_at} (its sapbert_encoder.json); set max_length = {trained_at} unless {self.encoder_options['max_length']} is meant",
                 ConfigWarning, stacklevel=2,
             )
         self.memory = None

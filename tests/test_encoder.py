@@ -193,6 +193,23 @@ def test_a_trained_model_folder_declares_its_pooling_and_commands_use_it(tmp_pat
     assert _model_and_pooling(str(model), "cls", None) == (str(model), "cls")  # an explicit choice wins
     if offline_default_model():
         assert declared_pooling(offline_default_model()) == "mean"
+    # the length it was trained at: build-index's default, and a linker configured otherwise says so (it was silently 25)
+    from spacy_sapbert.encoder import declared_max_length
+    from spacy_sapbert.errors import ConfigWarning
+
+    assert declared_max_length(model) == 12 and declared_max_length(tiny_bert) is None
+    if offline_default_model():
+        assert declared_max_length(offline_default_model()) is None  # sentence-transformers' 256 is no recipe: 25 stays
+    (tmp_path / "vocab.txt").write_text("D1||heart failure\nD2||liver cancer\n", encoding="utf8")
+    result = CliRunner().invoke(app, ["build-index", str(tmp_path / "vocab.txt"), str(tmp_path / "pipe"), "--model", str(model)])
+    assert result.exit_code == 0, result.output
+    import spacy
+
+    assert spacy.util.load_config(tmp_path / "pipe" / "config.cfg")["components"]["sapbert_linker"]["max_length"] == 12
+
+    with pytest.warns(ConfigWarning, match=r"config key `max_length` is 25, but the model .* was trained at max_length 12"):
+        linker = spacy.blank("en").add_pipe("sapbert_linker", config={"model": str(model), "pooling": "mean", "device": "cpu"})
+        linker.initialize(vocabulary=str(tmp_path / "vocab.txt"))
 
 
 @pytest.mark.parametrize("side", ["right", "left"])
