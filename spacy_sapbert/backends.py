@@ -39,13 +39,14 @@ from .extras import require
 from .io import atomic_write, atomic_write_text
 
 __all__ = [
-    "BACKENDS", "EXPORT_META", "ONNX_FILES", "REDUCED_PRECISION", "OnnxModel", "export_onnx", "onnx_model_for",
+    "BACKENDS", "EXPORT_META", "ONNX_FILES", "ONNX_RUNTIME_REQUIREMENT", "REDUCED_PRECISION", "OnnxModel", "export_onnx", "onnx_model_for",
     "half_precision_copy", "reduced_precision_model", "save_onnx", "saved_onnx",
 ]
 
 BACKENDS = ("torch", "torch-bf16", "torch-fp16", "onnx", "onnx-int8")
 REDUCED_PRECISION = {"torch-bf16": torch.bfloat16, "torch-fp16": torch.float16}  # torch backends on a copy in that dtype
 ONNX_FILES = {"onnx": "model.onnx", "onnx-int8": "model-int8.onnx"}
+ONNX_RUNTIME_REQUIREMENT = "onnxruntime>=1.17"  # what a pipeline on an ONNX backend needs to load (setup.py's onnx extra)
 EXPORT_META = "onnx_export.json"
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 OPSET = 18

@@ -24,7 +24,7 @@ from spacy.util import minibatch
 import spacy.util
 
 from .abbreviations import long_form_of
-from .backends import BACKENDS
+from .backends import BACKENDS, ONNX_FILES, ONNX_RUNTIME_REQUIREMENT
 from .chunk_store import DEFAULT_CHUNK_SIZE
 from .encoder import POOLINGS, Encoder, declared_max_length, declared_pooling, resolve_device
 from .errors import ConfigWarning, EncoderLoadError, IndexFormatError, NotInitializedError, SapbertError
@@ -187,6 +187,10 @@ def make_sapbert_linker(
     context_window: int,
     scorer: Optional[Callable],
 ) -> "SapbertLinker":
+    if backend in ONNX_FILES:  # what loading it needs: `spacy package` puts meta.json's requirements into the wheel
+        requirements = nlp.meta.setdefault("requirements", [])
+        if not any(requirement.startswith("onnxruntime") for requirement in requirements):
+            requirements.append(ONNX_RUNTIME_REQUIREMENT)
     return SapbertLinker(
         nlp.vocab,
         name=name,

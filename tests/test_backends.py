@@ -57,6 +57,11 @@ def test_a_saved_pipeline_carries_its_onnx_model_and_loads_without_export(int8_p
     before, after = nlp.get_pipe("sapbert_linker").search_texts(TEXTS), linker.search_texts(TEXTS)
     assert before == after
     assert loaded.get_pipe("sapbert_linker").index.settings["backend"] == "onnx-int8"
+    # the wheel `spacy package` builds requires what loading it needs (a plain pip install then ran without onnxruntime)
+    import json
+
+    assert json.loads((path / "meta.json").read_text())["requirements"] == ["onnxruntime>=1.17"]
+    assert loaded.meta["requirements"] == ["onnxruntime>=1.17"]  # once, after a load and save
 
 
 def test_int8_weights_have_one_scale_per_output_channel_and_the_recipe_is_recorded(int8_pipeline):
