@@ -66,6 +66,10 @@ class OneLineErrors(TyperGroup):
             raise CommandError(f"{err.format_message()} (see `{command} --help`)", exit_code=2) from err
         except click.exceptions.ClickException as err:
             raise CommandError(err.format_message(), exit_code=err.exit_code) from err
+        except BrokenPipeError:  # the reader of standard output stopped (`link ... | head`): not an error of ours
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())  # the interpreter's last flush at exit goes nowhere, quietly
+            raise typer.Exit(141)  # the shell's status for a writer killed by SIGPIPE
         except Exception as err:
             if _DEBUG["on"] or os.environ.get("SPACY_SAPBERT_DEBUG"):
                 raise

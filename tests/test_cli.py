@@ -419,3 +419,16 @@ def test_ctrl_c_and_sigterm_say_what_is_kept_and_exit_with_the_shells_status(sig
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert result.returncode == status and (tmp_path / "cleaned").exists()
     assert result.stderr.strip().startswith("interrupted: no output was left half-written; a trainer continues") and "--resume" in result.stderr
+
+
+def test_link_into_a_reader_that_stops_early_exits_quietly(built_pipeline, tmp_path):
+    """`link --file F | head -1` ended with "error: BrokenPipeError ..." and status 1 (found by an audit)."""
+    documents = tmp_path / "many.txt"
+    documents.write_text("Hepatoma and cardiac failure and nephropathy.\n" * 3000, encoding="utf8")  # more than a pipe holds
+    process = subprocess.Popen([sys.executable, "-m", "spacy_sapbert", "link", "--pipeline", str(built_pipeline), "--file", str(documents)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = process.stdout.readline()
+    process.stdout.close()  # the reader goes, as head does
+    _, errors = process.communicate(timeout=300)
+    assert json.loads(first)["ents"]
+    assert process.returncode == 141 and b"error" not in errors.lower() and b"Traceback" not in errors
