@@ -1,6 +1,7 @@
 """Command line: `python -m spacy_sapbert COMMAND --help`."""
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import re
@@ -8,7 +9,7 @@ import sys
 import warnings
 from pathlib import Path
 from collections import Counter
-from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import srsly
 import typer
@@ -167,9 +168,6 @@ def build_index_command(
     ray_settings = _ray_settings(ray, ray_workers, ray_cpus, ray_gpus)
     model, pooling = _model_and_pooling(model, pooling, offline_default_model())
     max_length = _max_length(model, max_length)
-    options = {key: str(path) for key, path in (("mrsty", mrsty), ("mrdef", mrdef)) if path}
-    concepts = list(read_vocabulary(str(vocabulary), format, strict=strict, **options))
-    typer.echo(f"{len(concepts)} concepts read from {vocabulary}", err=True)
     linker_config = {
         "pooling": pooling,
         "max_length": max_length,
@@ -182,6 +180,10 @@ def build_index_command(
         "index_type": index_type,
         "context_window": context_window,
     }
+    _check_linker_options(linker_config)  # before the vocabulary is read (minutes for UMLS)
+    options = {key: str(path) for key, path in (("mrsty", mrsty), ("mrdef", mrdef)) if path}
+    concepts = list(read_vocabulary(str(vocabulary), format, strict=strict, **options))
+    typer.echo(f"{len(concepts)} concepts read from {vocabulary}", err=True)
     nlp = build_pipeline(
         concepts, model, lang=lang, label=label or None, linker_config=linker_config, spell_check=spell_check,
         progress=True, chunk_dir=chunk_dir, chunk_size=chunk_size, ray=ray_settings,
@@ -379,6 +381,19 @@ def plot_embeddings_command(
         panels[f"{which}: {'/'.join(Path(model).parts[-2:])}, nearest name same concept {100 * rate:.0f}%"] = vectors
     plot_embeddings(panels, labels, [c.name for c in sample], output, seed=seed)
     typer.echo(f"{len(sample)} concepts, {len(names)} names drawn to {output}", err=True)
+
+
+def _check_linker_options(linker_config: Dict[str, Any]) -> None:
+    """The sapbert_linker config a command builds from its options, checked as add_pipe checks it, each error naming
+    the option ("--index-type") where the component's would name its config key."""
+    from .linker import DEFAULT_CONFIG, check_config
+
+    values = {**DEFAULT_CONFIG, **linker_config}
+    parameters = inspect.signature(check_config).parameters
+    try:
+        check_config(**{key: values[key] for key in parameters if key in values})
+    except SapbertError as err:
+        raise SapbertError(re.sub(r"sapbert_linker config key `(\w+)`", lambda m: "--" + m.group(1).replace("_", "-"), str(err))) from err
 
 
 def _max_length(model: str, max_length: Optional[int]) -> int:
@@ -762,6 +777,8 @@ def add_reranker_command(
 
     check_pipeline_output(output, overwrite)
     check_file_outputs(report, inputs=[tune_weight_on])
+    if not reranker.is_dir():  # a re-ranker is a folder train-reranker wrote, never a hub name to download
+        raise SapbertError(f"{reranker}: no such re-ranker folder (train-reranker writes one, its model/ inside)")
     check_rerank_backend(rerank_backend, "--rerank-backend")
     check_rerank_weight(rerank_weight, "--rerank-weight")
     for value in weight:

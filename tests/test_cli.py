@@ -432,3 +432,21 @@ def test_link_into_a_reader_that_stops_early_exits_quietly(built_pipeline, tmp_p
     _, errors = process.communicate(timeout=300)
     assert json.loads(first)["ents"]
     assert process.returncode == 141 and b"error" not in errors.lower() and b"Traceback" not in errors
+
+
+@pytest.mark.parametrize("option, value, said", [
+    ("--index-type", "nope", "--index-type is 'nope'"), ("--k", "0", "--k must be at least 1"), ("--pooling", "max", "--pooling is 'max'"),
+])
+def test_build_index_names_a_bad_option_before_it_reads_the_vocabulary(tmp_path, option, value, said, monkeypatch):
+    """A bad --index-type was said as "config key `index_type`", after the whole vocabulary was read (minutes for UMLS)."""
+    import spacy_sapbert.readers
+
+    monkeypatch.setattr(spacy_sapbert.readers, "read_vocabulary", lambda *a, **k: pytest.fail("the vocabulary was read"))
+    (tmp_path / "vocab.txt").write_text("D1||Heart failure\n", encoding="utf8")
+    result = runner.invoke(app, ["build-index", str(tmp_path / "vocab.txt"), str(tmp_path / "pipe"), option, value])
+    assert result.exit_code == 1 and f"error: {said}" in result.output and "config key" not in result.output
+
+
+def test_add_reranker_names_a_missing_reranker_folder(built_pipeline, tmp_path):
+    result = runner.invoke(app, ["add-reranker", str(built_pipeline), str(tmp_path / "no-such"), "--output", str(tmp_path / "out")])
+    assert result.exit_code == 1 and "no-such: no such re-ranker folder" in result.output
