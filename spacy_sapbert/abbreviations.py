@@ -204,7 +204,11 @@ def _window_before(text: str, end: int, max_words: int) -> Tuple[int, str]:
     if not words:
         return end, ""
     first = words[max(0, len(words) - max_words)]
-    offset = begin + first.start()
+    offset = _parenthesis_start(text, begin + first.start(), end)  # cut by the word limit inside one: after it
+    words = list(re.finditer(r"\S+", text[offset:end]))
+    if not words:
+        return end, ""
+    offset += words[0].start()
     return offset, text[offset:end]
 
 
@@ -366,20 +370,23 @@ def _short_form_before(text: str, open_at: int, inner_start: int, inner_end: int
 
 
 def _looks_like_a_short_form(candidate: str) -> bool:
-    """One short word with two or more capitals ("C2D", "HBsAg"): another abbreviation, not a long form ("C2 (C2D)")."""
-    return is_short_form_candidate(candidate) and " " not in candidate and sum(ch.isupper() for ch in candidate) >= 2
+    """Another abbreviation, or a word or two that begin with one, not a long form: its first part (up to a space or
+    hyphen) has two or more capitals ("C2 (C2D)", "occult HBV (HBsAg-negative)"); a longer phrase may begin with one
+    ("PSF (PTB associated splicing factor)")."""
+    first = re.split(r"[\s-]", candidate, maxsplit=1)[0]
+    return sum(ch.isupper() for ch in first) >= 2 and len(candidate.split()) <= 2
 
 
-def long_forms(abbreviations: Iterable[Abbreviation], at: Optional[int] = None) -> Dict[str, str]:
-    """Short form -> long form. For a mention that starts at offset `at`: of a short form defined twice, the
-    definition nearest before it (one that starts where the mention does, or inside it, counts as before), else
-    the first after ("diabetes mellitus (DM) ... dystrophia myotonica (DM)": each DM its own). `at` None: the
-    first definition."""
+def long_forms(abbreviations: Iterable[Abbreviation], at: Optional[int] = None, end: Optional[int] = None) -> Dict[str, str]:
+    """Short form -> long form. For a mention at offsets [`at`, `end`): of a short form defined twice, the definition
+    nearest before it (one that starts inside the mention counts as before), else the first after ("diabetes mellitus
+    (DM) ... dystrophia myotonica (DM)": each DM its own). `at` None: the first definition."""
     out: Dict[str, str] = {}
+    last = at if end is None or at is None else max(at, end - 1)
     for abbreviation in sorted(abbreviations, key=_definition_start):
         if at is None:
             out.setdefault(abbreviation.short, abbreviation.long)
-        elif abbreviation.short not in out or _definition_start(abbreviation) <= at:
+        elif abbreviation.short not in out or _definition_start(abbreviation) <= last:
             out[abbreviation.short] = abbreviation.long
     return out
 
@@ -399,7 +406,8 @@ def expand_abbreviations(
     >>> expand_abbreviations("Wilson disease (WD) is rare.", "WD gene")
     'Wilson disease gene'
     """
-    return replace_short_forms(mention, long_forms(find_abbreviations(text) if abbreviations is None else abbreviations, at))
+    found = find_abbreviations(text) if abbreviations is None else abbreviations
+    return replace_short_forms(mention, long_forms(found, at, None if at is None else at + len(mention)))
 
 
 def replace_short_forms(mention: str, mapping: Mapping[str, str]) -> str:
@@ -410,8 +418,9 @@ def replace_short_forms(mention: str, mapping: Mapping[str, str]) -> str:
         return mention
     if "(" in mention:
         for short, long in mapping.items():
-            if long in mention:
-                mention = re.sub(re.escape(long) + r"\s*\(\s*" + re.escape(short) + r"\s*\)", lambda _: long, mention)
+            if long in mention:  # "LF (SF)", "LF (SF; EC 1.1.1.49)" -> "LF"; "SF (LF)" -> "LF"
+                mention = re.sub(re.escape(long) + r"\s*\(\s*" + re.escape(short) + r"\s*(?:[;,][^()]*)?\)", lambda _: long, mention)
+                mention = re.sub(r"(?<!\w)" + re.escape(short) + r"\s*\(\s*" + re.escape(long) + r"\s*\)", lambda _: long, mention)
     return _short_form_pattern(tuple(sorted(mapping, key=len, reverse=True))).sub(lambda match: mapping[match.group(1)], mention)
 
 
@@ -451,7 +460,7 @@ def _doc_abbreviation_list(doc: Doc) -> List[Abbreviation]:
 def _span_long_form(span: Span) -> Optional[str]:
     """The span's text with the short forms defined in its doc written out ("primary HPT" -> "primary
     hyperparathyroidism"), as `expand_abbreviations` gives `evaluate` its queries; None when it holds none."""
-    expanded = replace_short_forms(span.text, long_forms(_doc_abbreviation_list(span.doc), at=span.start_char))
+    expanded = replace_short_forms(span.text, long_forms(_doc_abbreviation_list(span.doc), span.start_char, span.end_char))
     return expanded if expanded != span.text else None
 
 

@@ -206,6 +206,7 @@ def test_apply_spell_check_with_biosyn_file():
         ("of the WAGR (Wilms tumor, aniridia, genitourinary abnormalities, and mental retardation) locus", "WAGR",
          "Wilms tumor, aniridia, genitourinary abnormalities, and mental retardation"),  # the first item is no long form
         ("a single IV injection of puromycin aminonucleoside, (PAN, 7.5 mg/kg) and", "PAN", "puromycin aminonucleoside"),
+        ("binding of PSF (PTB associated splicing factor) to", "PSF", "PTB associated splicing factor"),  # a phrase may begin with one
     ],
 )
 def test_find_abbreviations(text, short, long):
@@ -236,6 +237,8 @@ def test_find_abbreviations(text, short, long):
         "was seen (standardized incidence ratio 35, 95% confidence interval 7.2 to 102)",  # a word without capitals
         "that AMN (and its companion, adrenoleukodystrophy) are linked",  # a long form never begins with "and"
         "the recommended dose of Taxol (the maximum tolerated dose of paclitaxel)",
+        "in occult HBV (HBsAg-negative) carriers",  # a word that begins with another abbreviation is no long form
+        "The rate of response (by WHO criteria) was 15% (CR) in all.",  # the word limit cut the window inside "(...)"
     ],
 )
 def test_find_abbreviations_negative(text):
@@ -360,6 +363,13 @@ def _with_ents(nlp, text, ents):
         ("von Hippel-Lindau (VHL) disease is rare.", "von Hippel-Lindau (VHL) disease", 0, "von Hippel-Lindau disease"),
         # a plural of a short form that ends in a capital
         ("Alzheimer disease (AD) is common; ADs differ.", "ADs", 34, "Alzheimer disease"),
+        # a definition inside the mention is the nearest one, though it starts after the mention does
+        ("Dystrophia myotonica (DM) is rare; type 2 diabetes mellitus (DM) is common.", "type 2 diabetes mellitus (DM)", 35,
+         "type 2 diabetes mellitus"),
+        # the parenthesis goes with more in it, and in the other order
+        ("Glucose-6-phosphate dehydrogenase (G6PD; EC 1.1.1.49) deficiency", "Glucose-6-phosphate dehydrogenase (G6PD; EC 1.1.1.49) deficiency",
+         0, "Glucose-6-phosphate dehydrogenase deficiency"),
+        ("von Hippel-Lindau (VHL) disease. A VHL (von Hippel-Lindau) tumor.", "VHL (von Hippel-Lindau) tumor", 35, "von Hippel-Lindau tumor"),
     ],
 )
 def test_short_forms_are_written_out_by_the_nearest_definition(text, mention, at, expanded):
