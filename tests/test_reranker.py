@@ -128,7 +128,7 @@ def test_mine_groups_puts_the_gold_first_and_counts_what_it_left_out(linker_pipe
     from spacy_sapbert.readers.corpora import read_pubtator
 
     linker = spacy.load(linker_pipeline).get_pipe("sapbert_linker")
-    mentions = [(m.text, m.gold, None) for d in read_pubtator(pubtator(tmp_path)) for m in d.mentions]
+    mentions = [(m.text, m.gold, None, None) for d in read_pubtator(pubtator(tmp_path)) for m in d.mentions]
     groups, counts = mine_groups(linker, mentions, candidates=3, max_names=2)
     assert counts["kept"] + counts["alternative"] == 7 and counts["alternative"] == 1
     assert counts["combination"] == 1 and counts["unknown"] == 1 and counts["groups"] == 7
@@ -144,6 +144,26 @@ def test_mine_groups_puts_the_gold_first_and_counts_what_it_left_out(linker_pipe
         assert -1.0 <= group.bi_scores[0] <= 1.0 + 1e-6
     assert concept_score(linker, "hepatoma", "D2") == pytest.approx(1.0, abs=1e-5)  # one of its names
     assert concept_score(linker, "hepatoma", "D4") < concept_score(linker, "hepatoma", "D2")
+
+
+def test_mined_candidates_are_those_the_pipeline_hands_its_reranker(tiny_bert):
+    """Mining ignored the linker's types and threshold, trained the other id of an "A|B" gold as wrong, and scored a
+    missed gold by cosine beside the memory's mixed probabilities (found by an audit)."""
+    from spacy_sapbert.pipeline import build_pipeline
+
+    typed = [Concept(c.id, c.name, c.synonyms, alt_ids=c.alt_ids, types=["T191" if c.id == "D2" else "T047"]) for c in CONCEPTS]
+    typed.append(Concept("D5", "Liver tumour", ["hepatic tumour"], types=["T191"]))
+    nlp = build_pipeline(typed, tiny_bert, label=None, linker_config={"device": "cpu", "k": 4, "types_by_label": {"Disease": ["T047"]}})
+    linker = nlp.get_pipe("sapbert_linker")
+    [(_, disease), ] = [(g.query, g) for g in mine_groups(linker, [("hepatoma", "D1", None, "Disease")], 4, 2)[0]]
+    assert disease.concept_ids[0] == "D1" and set(disease.concept_ids[1:]) <= {"D3", "D4"}  # no T191 concept: not offered
+    [(_, either)] = [(g.query, g) for g in mine_groups(linker, [("hepatoma", "D2|D5", None, None)], 4, 2)[0]]
+    assert either.concept_ids[0] == "D2" and "D5" not in either.concept_ids  # the other right id is no negative
+    linker.k = 2
+    linker.add_mentions([("hepatic tumour", "D5"), ("cardiac failure", "D1")])  # the memory is active
+    groups, counts = mine_groups(linker, [("hypovitaminosis", "D2", None, None)], 4, 2)
+    assert counts["gold_missed"] == 1
+    assert 0.0 <= groups[0].bi_scores[0] <= 1.0 and sum(groups[0].bi_scores) <= 1.0 + 1e-6  # one scale: a mixture's shares
 
 
 QUERIES = ["hepatoma", "renal disease", "cardiac failure", "hypovitaminosis", "liver carcinoma", "nephropathy", "heart decompensation"]
@@ -239,7 +259,7 @@ def test_mention_side_brackets_the_normalized_mention_in_its_normalized_context(
 def test_mine_groups_keeps_every_place_of_a_mention_and_an_epoch_reads_one_drawn_by_the_seed(linker_pipeline):
     linker = spacy.load(linker_pipeline).get_pipe("sapbert_linker")
     places = [MentionInContext(f"case {i}: hepatoma again", 8, 16) for i in range(5)]
-    mentions = [("hepatoma", "D2", where) for where in places] + [("nephropathy", "D3", None)]
+    mentions = [("hepatoma", "D2", where, None) for where in places] + [("nephropathy", "D3", None, None)]
     groups, counts = mine_groups(linker, mentions, candidates=3, max_names=2)
     assert counts["groups"] == 2  # one group per distinct (mention, gold), not per place
     by_query = {g.query: g for g in groups}

@@ -22,14 +22,14 @@ import random
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
 
 from ..context import MentionInContext
 from ..errors import SapbertError
 from ..extras import require
-from ..preprocess import resolve_gold_id
+from ..preprocess import gold_ids, resolve_gold_id
 from ..reranker import bi_encoder_record, candidate_text, combined_logits, default_max_length, mention_side, pair_logits, write_meta
 from .checkpoints import CPU_BF16_HELP, require_at_least_one
 from ..io import file_digest
@@ -106,42 +106,69 @@ class Group:
 
 
 def mine_groups(
-    linker, mentions: List[Tuple[str, str, Optional[MentionInContext]]], candidates: int, max_names: int
+    linker, mentions: List[Tuple[str, str, Optional[MentionInContext], Optional[str]]], candidates: int, max_names: int
 ) -> Tuple[List[Group], Dict[str, int]]:
-    """Groups of the distinct (query, gold) `mentions` (raw text, raw gold id, where it was written or None) and
-    counts of what happened to the golds (`resolve_gold_id`'s outcomes) and gold_missed (kept, with the gold put in)."""
+    """Groups of the distinct (query, gold) `mentions` (raw text, raw gold id, where it was written or None, the NER
+    label it would have or None) and counts of what happened to the golds (`resolve_gold_id`'s outcomes) and
+    gold_missed (kept, with the gold put in).
+
+    The candidates are those the linker hands its re-ranker for that label: its allowed types, its threshold, the
+    memory mixed in; every id the gold names ("A|B") is right, so none is a negative. A gold the search missed is
+    put in, its group scored on one scale (`scores_with_missed_gold`)."""
     counts = {"kept": 0, "alternative": 0, "combination": 0, "no_concept": 0, "unknown": 0, "gold_missed": 0}
-    wanted: Dict[Tuple[str, str], List[MentionInContext]] = {}
-    for text, gold, where in mentions:
+    wanted: Dict[Tuple[str, str, Tuple[str, ...]], List[MentionInContext]] = {}
+    right: Dict[Tuple[str, str, Tuple[str, ...]], set] = {}
+    for text, gold, where, label in mentions:
         concept_id, outcome = resolve_gold_id(gold, linker.known_primary_id)
         counts[outcome] += 1
         if concept_id is not None:
-            contexts = wanted.setdefault((linker.normalizer.query(text), concept_id), [])
+            key = (linker.normalizer.query(text), concept_id, tuple(linker.allowed_types(label)))
+            contexts = wanted.setdefault(key, [])
             if where is not None:
                 contexts.append(where)
-    queries = sorted({query for query, _ in wanted})
-    hits_by_query = dict(zip(queries, linker.ranked(queries)))
+            right.setdefault(key, set()).update(
+                primary for primary in map(linker.known_primary_id, gold_ids(gold)) if primary is not None
+            )
+    hits_by_key: Dict[Tuple[str, Tuple[str, ...]], List] = {}
+    for types in sorted({types for _, _, types in wanted}):
+        queries = sorted({query for query, _, of_types in wanted if of_types == types})
+        hits_by_key.update(((query, types), hits) for query, hits in zip(queries, linker.ranked(queries, types, threshold=True)))
     groups = []
-    for (query, concept_id), contexts in wanted.items():
-        ranked = hits_by_query[query]
+    for (query, concept_id, types), contexts in wanted.items():
+        ranked = hits_by_key[(query, types)]
         scores = dict(ranked)
-        others = [cid for cid, _ in ranked if cid != concept_id][: candidates - 1]
+        others = [cid for cid, _ in ranked if cid not in right[(query, concept_id, types)]][: candidates - 1]
         counts["gold_missed"] += 0 if concept_id in dict(ranked[:candidates]) else 1
-        gold_score = scores[concept_id] if concept_id in scores else concept_score(linker, query, concept_id)
+        if concept_id not in scores:
+            scores = scores_with_missed_gold(linker, query, concept_id, types)
         ids = [concept_id, *others]
         texts = [candidate_text(query, linker.concept(cid), linker.normalizer, max_names) for cid in ids]
-        groups.append(Group(query, ids, texts, [gold_score] + [scores[cid] for cid in others], contexts))
+        groups.append(Group(query, ids, texts, [scores[cid] for cid in ids], contexts))
     counts["groups"] = len(groups)
     return groups, counts
 
 
+def scores_with_missed_gold(linker, query: str, concept_id: str, types: Sequence[str] = ()) -> Dict[str, float]:
+    """The linker's scores of its candidates for `query` with a gold concept its search did not return put among
+    them, all on one scale: the gold's best-name similarity (`concept_score`) beside the search's, and, while the
+    memory is active, every share of the mixture taken again over them all (the search's own summed to 1 without it)."""
+    similarity = concept_score(linker, query, concept_id)
+    [hits], neighbours = linker.retrieve([query], linker.memory_settings.memory_k, linker.allowed_rows(types))
+    hits = linker._above_threshold(hits) + [(concept_id, similarity)]
+    if neighbours is None:
+        return dict(hits)
+    return dict(linker.memory_settings.mix(hits, linker._above_threshold(neighbours[0])))
+
+
 def concept_score(linker, query: str, concept_id: str) -> float:
-    """The bi-encoder's score of a concept the search did not return: its best name's cosine with the query."""
+    """The bi-encoder's score of a concept the search did not return: its best name's similarity with the query, as
+    the index scores it (cosine for a normalized index, else inner product)."""
     import numpy
 
     names = [linker.normalizer(name) for name in linker.concept(concept_id).names]
     vectors = linker.encoder.encode([query] + names)
-    vectors = vectors / numpy.linalg.norm(vectors, axis=1, keepdims=True)
+    if linker.index.normalize:
+        vectors = vectors / numpy.linalg.norm(vectors, axis=1, keepdims=True)
     return float((vectors[1:] @ vectors[0]).max())
 
 
@@ -203,14 +230,16 @@ def train_reranker(config: RerankerConfig, resume: bool = False) -> Path:
     import spacy
     from tqdm import tqdm
 
+    from ..ner_corpus import DEFAULT_LABEL_MAP
     from ..pipeline import the_linker
     from ..readers.corpora import read_pubtator
 
     config.validate()
     require("matplotlib")
     linker = the_linker(spacy.load(config.pipeline), config.component)
-    mentions = [
-        (m.text, m.gold, MentionInContext(doc.text, m.start, m.end)) for path in config.corpora for doc in read_pubtator(path)
+    mentions = [  # each with the label the NER gives its type, which picks the linker's allowed types
+        (m.text, m.gold, MentionInContext(doc.text, m.start, m.end), DEFAULT_LABEL_MAP.get(m.label, m.label))
+        for path in config.corpora for doc in read_pubtator(path)
         for m in doc.mentions if not config.labels or m.label in config.labels
     ]
     if not mentions:
