@@ -429,7 +429,9 @@ def _input_texts(text: Optional[str], file: Optional[Path], keep_blank: bool = F
         if hasattr(sys.stdin, "reconfigure"):  # undecodable bytes typed or piped in become U+FFFD, not a crash
             sys.stdin.reconfigure(errors="replace")
         lines = (line.rstrip("\n").removesuffix("\r") for line in sys.stdin)
-    for line in lines:
+    for number, line in enumerate(lines):
+        if number == 0 and file is None:
+            line = line.removeprefix("\ufeff")  # a byte order mark piped in, as numbered_lines drops it from a file
         if keep_blank or line.strip():
             yield line
 
@@ -440,6 +442,8 @@ def _input_documents(text: Optional[str], file: Optional[Path], format: str) -> 
 
     if format not in LINK_FORMATS:
         raise SapbertError(f"--format {format!r}: choose one of {', '.join(LINK_FORMATS)}")
+    if text is not None and (file is not None or format != "text"):
+        raise SapbertError("give TEXT or --file, not both (--format describes --file)")
     if text is not None or format == "text":
         yield from ((None, line) for line in _input_texts(text, file, keep_blank=True))
     elif file is None:
@@ -495,14 +499,24 @@ def link_command(
     documents = _input_documents(text, file, format)
     ids: deque = deque()
 
+    longest: Dict[str, Any] = {"max_length": None, "error": None}
+
     def texts() -> Iterator[str]:
-        for doc_id, doc_text in documents:
+        for number, (doc_id, doc_text) in enumerate(documents, start=1):
+            if longest["max_length"] is not None and len(doc_text) > longest["max_length"]:
+                which = f"id {doc_id!r}" if doc_id is not None else f"input line {number}"
+                longest["error"] = SapbertError(  # said after the documents before it are printed
+                    f"document {number} ({which}) has {len(doc_text):,} characters, more than the pipeline's nlp.max_length "
+                    f"({longest['max_length']:,}); split it (the documents before it were linked)"
+                )
+                return
             ids.append(doc_id)
             yield doc_text
 
     settings = _ray_settings(ray, ray_workers, ray_cpus, ray_gpus)
     if settings is None:
         nlp = _load(pipeline)
+        longest["max_length"] = nlp.max_length
         linkers = [linker for _, linker in require_linkers(nlp)]
         results = (doc_to_json(doc, linkers) for doc in nlp.pipe(texts(), batch_size=batch_size))
     else:
@@ -514,6 +528,8 @@ def link_command(
     for result in results:
         doc_id = ids.popleft()
         typer.echo(srsly.json_dumps(result if doc_id is None else {"id": doc_id, **result}))
+    if longest["error"] is not None:
+        raise longest["error"]
 
 
 @app.command("visualize")

@@ -97,7 +97,9 @@ def resolve_gold_id(gold: str, primary_id: Callable[[str], Optional[str]]) -> Tu
         return None, "no_concept"
     if "+" in gold:
         return None, "combination"
-    for part in sorted(gold_ids(gold), key=gold.find):
+    wanted = gold_ids(gold)
+    in_order = [bare_mesh_id(part.strip()) for part in _ID_SEPARATORS.split(gold)]  # as written ("D12|D1": D12 first)
+    for part in dict.fromkeys(part for part in in_order if part in wanted):
         primary = primary_id(part)
         if primary is not None:
             return primary, "kept" if primary == part else "alternative"

@@ -400,6 +400,34 @@ def test_link_jsonl_keeps_each_id_as_the_input_has_it(built_pipeline, tmp_path):
     assert [row.get("id") for row in rows] == [2, "2", None]  # an integer stays one; a record without id gets none
 
 
+@pytest.mark.parametrize("record, said", [
+    ('{"id": 18446744073709551616, "text": "nephropathy"}', 'an integer "id" must fit in 64 bits'),  # was written as {"id":,...}
+    ('{"id": 1, "text": "hepatoma \\ud800"}', '"text" holds an unpaired surrogate'),
+])
+def test_link_jsonl_refuses_what_it_could_not_write_back_naming_the_line(built_pipeline, tmp_path, record, said):
+    corpus = tmp_path / "docs.jsonl"
+    corpus.write_text('{"id": 1, "text": "hepatoma"}\n' + record + "\n", encoding="utf8")
+    result = runner.invoke(app, ["link", "--pipeline", str(built_pipeline), "--file", str(corpus), "--format", "jsonl"])
+    assert result.exit_code == 1 and "docs.jsonl, line 2" in result.output and said in result.output
+
+
+def test_link_input_a_bom_on_stdin_text_with_file_and_a_document_over_max_length(built_pipeline, tmp_path):
+    """A byte order mark piped in stayed in the first document (its entities were lost); TEXT silently won over --file;
+    a document over nlp.max_length failed with spaCy's message, naming no document, and lost its batch (found by an audit)."""
+    result = runner.invoke(app, ["link", "--pipeline", str(built_pipeline)], input="\ufeffnephropathy\n")
+    assert result.exit_code == 0, result.output
+    [row] = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert row["text"] == "nephropathy" and row["ents"][0]["kb_id"] == "OMIM:3"
+    (tmp_path / "docs.txt").write_text("hepatoma\n", encoding="utf8")
+    result = runner.invoke(app, ["link", "nephropathy", "--pipeline", str(built_pipeline), "--file", str(tmp_path / "docs.txt")])
+    assert result.exit_code == 1 and "give TEXT or --file, not both" in result.output
+    (tmp_path / "long.txt").write_text("hepatoma\nnephropathy\n" + "x " * 600_000 + "\nhepatoma\n", encoding="utf8")
+    result = runner.invoke(app, ["link", "--pipeline", str(built_pipeline), "--file", str(tmp_path / "long.txt")])
+    assert result.exit_code == 1 and "document 3 (input line 3) has 1,200,000 characters" in result.output
+    rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert [row["text"] for row in rows] == ["hepatoma", "nephropathy"]  # the documents before it, printed
+
+
 @pytest.mark.parametrize("signal_name, status", [("SIGINT", 130), ("SIGTERM", 143)])
 def test_ctrl_c_and_sigterm_say_what_is_kept_and_exit_with_the_shells_status(signal_name, status, tmp_path):
     """A command stopped by Ctrl-C exited 130 without a word; it now says what was kept and how to go on, and cleans up

@@ -448,3 +448,15 @@ def test_span_long_form_takes_the_definition_nearest_before_the_span():
     first, second, third = (doc.char_span(at, at + 2) for at in (19, 58, 63))
     assert [span._.long_form for span in (first, second, third)] == ["Diabetes mellitus", "dystrophia myotonica", "dystrophia myotonica"]
     assert [expand_abbreviations(text, "DM", at=span.start_char) for span in (first, second, third)] == [span._.long_form for span in (first, second, third)]
+
+
+def test_resolve_gold_id_takes_the_first_known_part_as_written():
+    """Parts were ordered by where their text first occurs: "D1" is found inside "D12" and "XD2", so "D12|D1" gave D1
+    or D12 by the set's hash order, and "XD2|D1|D2" gave D2 (found by an audit)."""
+    from spacy_sapbert.preprocess import resolve_gold_id
+
+    known = {"D1", "D12", "D2"}
+    primary = lambda part: part if part in known else None  # noqa: E731
+    assert resolve_gold_id("D12|D1", primary) == ("D12", "kept")
+    assert resolve_gold_id("XD2|D1|D2", primary) == ("D1", "kept")
+    assert resolve_gold_id("MESH:D2|D1", primary) == ("D2", "kept")

@@ -390,7 +390,20 @@ def parse_jsonl_document(line: str) -> Optional[Tuple[Union[str, int, None], str
     doc_id = record.get("id")
     if doc_id is not None and (isinstance(doc_id, bool) or not isinstance(doc_id, (str, int))):
         raise MalformedLine('"id" must be a string or an integer')
+    if isinstance(doc_id, int) and not -(2 ** 63) <= doc_id < 2 ** 64:  # the JSON writer cannot echo it
+        raise MalformedLine('an integer "id" must fit in 64 bits; write a larger one as a string')
+    for field, value in (("text", record["text"]), ("id", doc_id)):
+        if isinstance(value, str) and not _encodes(value):
+            raise MalformedLine(f'"{field}" holds an unpaired surrogate (\\ud800-\\udfff), which is no character')
     return doc_id, record["text"]
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def read_jsonl_documents(path: PathLike, strict: bool = True) -> Iterator[Tuple[Union[str, int, None], str]]:
