@@ -8,7 +8,8 @@ keep as it is, per file, instead of dropping it silently:
   entity keeps its exact offsets (``split_tokens``);
 - overlapping mentions (a Doc's ents cannot overlap): the longer is kept, as spaCy's
   ``filter_spans`` does (``overlapping``); the same span twice with the same label is one entity
-  (``duplicates``);
+  (``duplicates``), whose kb id joins both gold ids as ``A|B`` (either is right) when they differ
+  (``duplicates_with_other_ids``);
 - a type that the label map does not know (``unknown_labels``) or a label not asked for
   (``left_out_labels``) is left out and counted by name; so is a mention of nothing but
   whitespace (``blank``).
@@ -22,7 +23,7 @@ import dataclasses
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from spacy.tokens import Doc, Span
 from spacy.util import filter_spans
@@ -53,6 +54,7 @@ class ConversionReport:
     split_tokens: int = 0
     overlapping: int = 0
     duplicates: int = 0
+    duplicates_with_other_ids: int = 0  # of the duplicates: another gold id, joined into the entity's "A|B"
     blank: int = 0
     unknown_labels: Counter = field(default_factory=Counter)  # corpus type -> mentions left out
     left_out_labels: Counter = field(default_factory=Counter)  # label -> mentions left out (not asked for)
@@ -65,6 +67,7 @@ class ConversionReport:
         self.split_tokens += other.split_tokens
         self.overlapping += other.overlapping
         self.duplicates += other.duplicates
+        self.duplicates_with_other_ids += other.duplicates_with_other_ids
         self.blank += other.blank
         self.unknown_labels.update(other.unknown_labels)
         self.left_out_labels.update(other.left_out_labels)
@@ -78,7 +81,7 @@ class ConversionReport:
             f"{self.split_tokens:,} with a boundary inside a token (token split there; `spacy train` tokenizes the text "
             "again and learns them only where its tokenizer splits there too)",
             f"{self.overlapping:,} overlapping a longer mention (left out)",
-            f"{self.duplicates:,} duplicates (merged)",
+            f"{self.duplicates:,} duplicates (merged; {self.duplicates_with_other_ids:,} of them with another gold id, joined as A|B)",
         ]
         if self.blank:
             parts.append(f"{self.blank:,} of nothing but whitespace (left out)")
@@ -146,7 +149,7 @@ def training_doc(
     report.split_tokens = sum(1 for start, end, _, _ in placed if start not in token_starts or end not in token_ends)
     doc = cut_at_boundaries(doc, {offset for start, end, _, _ in placed for offset in (start, end)})
     spans: List[Span] = []
-    seen: Set[Tuple[int, int, str]] = set()
+    seen: Dict[Tuple[int, int, str], int] = {}  # (start, end, label) -> its place in spans
     for start, end, label, gold in placed:
         span = doc.char_span(start, end, label=label, kb_id=gold)
         if span is None:  # cannot happen after the split; a loud error beats a silent drop
@@ -154,8 +157,12 @@ def training_doc(
         key = (span.start, span.end, label)
         if key in seen:
             report.duplicates += 1
+            first = spans[seen[key]]
+            if gold and gold not in first.kb_id_.split("|"):  # annotated twice with two ids: either is right
+                report.duplicates_with_other_ids += 1
+                spans[seen[key]] = Span(doc, first.start, first.end, label=label, kb_id=f"{first.kb_id_}|{gold}" if first.kb_id_ else gold)
             continue
-        seen.add(key)
+        seen[key] = len(spans)
         spans.append(span)
     kept = filter_spans(spans)
     report.overlapping = len(spans) - len(kept)

@@ -57,6 +57,19 @@ def test_overlaps_keep_the_longer_duplicates_merge_and_types_map():
     doc, report = training_doc(nlp.make_doc, document)
     assert [(e.text, e.label_) for e in doc.ents] == [("Hereditary breast cancer", "Disease"), ("ovarian cancer", "Disease")]
     assert (report.overlapping, report.duplicates, report.mentions) == (1, 1, 4)
+    assert report.duplicates_with_other_ids == 0 and doc.ents[1].kb_id_ == "D2"
+
+
+def test_a_span_annotated_twice_with_two_ids_keeps_both():
+    """The second gold id of a duplicate span was dropped while the report said "merged" (found by an audit)."""
+    text = "Breast cancer runs in families."
+    document = Document("3", text, [mention(text, "Breast cancer", "SpecificDisease", "D001"),
+                                    mention(text, "Breast cancer", "DiseaseClass", "D002"),
+                                    mention(text, "Breast cancer", "Modifier", "D001")])
+    doc, report = training_doc(nlp.make_doc, document)
+    assert [(e.text, e.kb_id_) for e in doc.ents] == [("Breast cancer", "D001|D002")]  # either id right, as an "A|B" gold
+    assert (report.duplicates, report.duplicates_with_other_ids) == (2, 1)
+    assert "2 duplicates (merged; 1 of them with another gold id, joined as A|B)" in report.summary()
 
 
 def test_unknown_types_and_labels_not_asked_for_are_counted_by_name():
