@@ -78,6 +78,7 @@ __all__ = [
 MIN_SHORT_LENGTH = 2
 MAX_SHORT_LENGTH = 10
 MAX_SHORT_WORDS = 2
+MAX_LOWERCASE_SHORT_LENGTH = 6  # a longer candidate without capitals or digits is a word
 
 # lower-case words that never begin a long form: a match that starts with one spans a phrase, not a name
 FUNCTION_WORDS = frozenset(("and", "or", "of", "the", "in", "with", "for", "to", "by", "from", "on", "at", "as", "that", "which"))
@@ -96,12 +97,14 @@ class Abbreviation(NamedTuple):
 
 
 def is_short_form_candidate(candidate: str) -> bool:
-    """2-10 characters, at most two words, at least one letter, first character a letter or digit."""
+    """2-10 characters, at most two words, at least one letter, first character a letter or digit; without a capital
+    or a digit at most MAX_LOWERCASE_SHORT_LENGTH characters ("aku", "dex", "atorva"; "rapamycin" is a word)."""
     return (
         MIN_SHORT_LENGTH <= len(candidate) <= MAX_SHORT_LENGTH
         and len(candidate.split()) <= MAX_SHORT_WORDS
         and candidate[0].isalnum()
         and any(ch.isalpha() for ch in candidate)
+        and (len(candidate) <= MAX_LOWERCASE_SHORT_LENGTH or any(ch.isupper() or ch.isdigit() for ch in candidate))
     )
 
 

@@ -207,6 +207,7 @@ def test_apply_spell_check_with_biosyn_file():
          "Wilms tumor, aniridia, genitourinary abnormalities, and mental retardation"),  # the first item is no long form
         ("a single IV injection of puromycin aminonucleoside, (PAN, 7.5 mg/kg) and", "PAN", "puromycin aminonucleoside"),
         ("binding of PSF (PTB associated splicing factor) to", "PSF", "PTB associated splicing factor"),  # a phrase may begin with one
+        ("mice with alkaptonuria (aku) were", "aku", "alkaptonuria"),  # a short lower-case one
     ],
 )
 def test_find_abbreviations(text, short, long):
@@ -239,6 +240,7 @@ def test_find_abbreviations(text, short, long):
         "the recommended dose of Taxol (the maximum tolerated dose of paclitaxel)",
         "in occult HBV (HBsAg-negative) carriers",  # a word that begins with another abbreviation is no long form
         "The rate of response (by WHO criteria) was 15% (CR) in all.",  # the word limit cut the window inside "(...)"
+        "of the recently available immunosuppressive agents, mycophenolate mofetil and sirolimus (rapamycin) were",  # a long word, no capitals
     ],
 )
 def test_find_abbreviations_negative(text):
