@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import itertools
+import json
 import os
 import shutil
 import tempfile
@@ -382,20 +383,17 @@ class SapbertLinker(Pipe):
             corrections = spell_check if isinstance(spell_check, Mapping) else read_spell_check(spell_check)
             self.normalizer = self.normalizer.with_spell_check(corrections)
         self.encoder = Encoder(self.model, **self.encoder_options)
-        declared = declared_pooling(self.encoder.name)
-        if declared is not None and declared != self.encoder_options["pooling"]:
-            warnings.warn(
-                f"{self.name}: config key `pooling` is {self.encoder_options['pooling']!r}, but the model {self.model} was trained "
-                f"to pool with {declared!r} (its 1_Pooling/config.json); set pooling = \"{declared}\" unless {self.encoder_options['pooling']!r} is meant",
-                ConfigWarning, stacklevel=2,
-            )
-        trained_at = declared_max_length(self.encoder.name)
-        if trained_at is not None and trained_at != self.encoder_options["max_length"]:
-            warnings.warn(
-                f"{self.name}: config key `max_length` is {self.encoder_options['max_length']}, but the model {self.model} was trained "
-                f"at max_length {trained_at} (its sapbert_encoder.json); set max_length = {trained_at} unless {self.encoder_options['max_length']} is meant",
-                ConfigWarning, stacklevel=2,
-            )
+        for key, declared, said_by in (
+            ("pooling", declared_pooling(self.encoder.name), "its 1_Pooling/config.json"),
+            ("max_length", declared_max_length(self.encoder.name), "its sapbert_encoder.json"),
+        ):
+            configured = self.encoder_options[key]
+            if declared is not None and declared != configured:
+                warnings.warn(
+                    f"{self.name}: config key `{key}` is {configured!r}, but the model {self.model} was trained with {key} "
+                    f"{declared!r} ({said_by}); set {key} = {json.dumps(declared)} unless {configured!r} is meant",
+                    ConfigWarning, stacklevel=2,
+                )
         self.memory = None
         if self.reranker_name:  # before the index: a re-ranker that cannot be used is said before the long encoding
             try:

@@ -207,7 +207,7 @@ def test_a_trained_model_folder_declares_its_pooling_and_commands_use_it(tmp_pat
 
     assert spacy.util.load_config(tmp_path / "pipe" / "config.cfg")["components"]["sapbert_linker"]["max_length"] == 12
 
-    with pytest.warns(ConfigWarning, match=r"config key `max_length` is 25, but the model .* was trained at max_length 12"):
+    with pytest.warns(ConfigWarning, match=r"config key `max_length` is 25, but the model .* was trained with max_length 12"):
         linker = spacy.blank("en").add_pipe("sapbert_linker", config={"model": str(model), "pooling": "mean", "device": "cpu"})
         linker.initialize(vocabulary=str(tmp_path / "vocab.txt"))
 

@@ -96,13 +96,19 @@ def test_pipe_equals_call_and_encodes_each_distinct_mention_once(linker_nlp, mon
         assert [(e.kb_id_, e._.kb_ents) for e in a.ents] == [(e.kb_id_, e._.kb_ents) for e in b.ents]
 
 
-def test_long_form_from_the_abbreviation_detector_is_searched(linker_nlp):
+def linked_after_our_detector(linker_nlp):
+    """sapbert_abbreviations then the linker on a text whose second "HC" (for "Hepatic cancer") is the entity."""
     linker_nlp.add_pipe("sapbert_abbreviations", first=True)
     text = "Hepatic cancer (HC) was treated. Later HC recurred."
     doc = linker_nlp.make_doc(text)
     doc.ents = [doc.char_span(text.rindex("HC"), text.rindex("HC") + 2, label="DISEASE")]
-    for name, proc in linker_nlp.pipeline:
+    for _, proc in linker_nlp.pipeline:
         doc = proc(doc)
+    return doc
+
+
+def test_long_form_from_the_abbreviation_detector_is_searched(linker_nlp):
+    doc = linked_after_our_detector(linker_nlp)
     assert doc.ents[0]._.long_form == "Hepatic cancer"
     assert doc.ents[0].kb_id_ == "D002" and doc.ents[0]._.kb_ents[0][1] == pytest.approx(1.0, abs=1e-4)
     linker_nlp.get_pipe("sapbert_linker").use_long_form = False
@@ -329,13 +335,7 @@ def test_a_span_long_form_as_scispacy_sets_it_is_searched_as_its_text(linker_nlp
 def test_our_long_forms_hold_when_scispacy_registers_its_long_form_attribute(linker_nlp, span_long_form_extension):
     """scispacy's detector re-registers `span._.long_form` as a plain attribute (default None) in any pipeline of the
     process: sapbert_abbreviations' long forms were then lost and the short form was searched."""
-    linker_nlp.add_pipe("sapbert_abbreviations", first=True)
-    text = "Hepatic cancer (HC) was treated. Later HC recurred."
-    doc = linker_nlp.make_doc(text)
-    doc.ents = [doc.char_span(text.rindex("HC"), text.rindex("HC") + 2, label="DISEASE")]
-    for _, proc in linker_nlp.pipeline:
-        doc = proc(doc)
-    [ent] = doc.ents
+    [ent] = linked_after_our_detector(linker_nlp).ents
     assert ent._.long_form is None  # scispacy's attribute, unset
     assert linker_nlp.get_pipe("sapbert_linker").query_text(ent) == "Hepatic cancer"
     assert ent.kb_id_ == "D002" and ent._.kb_ents[0][1] == pytest.approx(1.0, abs=1e-4)
@@ -571,7 +571,7 @@ def test_a_config_pooling_other_than_the_model_declares_warns_naming_the_key(tin
     write_pooling_files(tmp_path / "mean-model", "mean", 25, 32)
     nlp = spacy.blank("en")
     linker = nlp.add_pipe("sapbert_linker", config={"model": str(tmp_path / "mean-model"), "device": "cpu"})
-    with pytest.warns(ConfigWarning, match=r"config key `pooling` is 'cls', but the model .*mean-model was trained to pool with 'mean'"):
+    with pytest.warns(ConfigWarning, match=r"config key `pooling` is 'cls', but the model .*mean-model was trained with pooling 'mean'"):
         linker.initialize(lambda: [], nlp=nlp, vocabulary=toy_concepts)
     for model, pooling in ((str(tmp_path / "mean-model"), "mean"), (tiny_bert, "cls")):
         nlp = spacy.blank("en")
