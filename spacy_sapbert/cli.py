@@ -703,7 +703,8 @@ def evaluate_command(
 
 
 def _read_memory_settings(path: Path, protocols: Sequence[str] = ("strict",), option: str = "--memory-settings"):
-    """{protocol: MemorySettings}: those of a JSON file, or those an evaluate report chose under each protocol."""
+    """{protocol: MemorySettings}: those of a JSON file, or those an evaluate report chose under each protocol (a
+    report that chose none under one: an error for a pipeline's strict settings, else a warning and its others)."""
     from .memory import MemorySettings
 
     try:
@@ -711,7 +712,8 @@ def _read_memory_settings(path: Path, protocols: Sequence[str] = ("strict",), op
     except (OSError, ValueError) as err:
         raise SapbertError(f"{option} {path}: not a readable JSON file ({err})") from err
     try:
-        return {p: MemorySettings.from_dict(data, source=str(path), protocol=p) for p in protocols}
+        return {p: MemorySettings.from_dict(data, source=str(path), protocol=p, other_protocol=option == "--memory-settings")
+                for p in protocols}
     except (SapbertError, TypeError) as err:
         raise SapbertError(str(err)) from err
 

@@ -670,17 +670,7 @@ class SapbertLinker(Pipe):
         """
         index = self._require_index()
         encoder = self._require_encoder()
-        entries = []
-        unknown: Counter = Counter()
-        for text, gold in mentions:
-            ids = gold_ids(gold)
-            single = next(iter(ids)) if len(ids) == 1 else None
-            concept = index.concept(single) if single is not None else None
-            key = self.normalizer.query(text)
-            if concept is not None and key:
-                entries.append((key, concept.id))
-            elif single is not None and concept is None and not is_cuiless(gold):
-                unknown[single] += 1
+        entries, unknown = memory_entries(mentions, self.normalizer.query, index.concept)
         if unknown:
             named = ", ".join(f"{concept_id} ({count})" for concept_id, count in unknown.most_common(5))
             warn_left_out_of_memory(
@@ -934,6 +924,25 @@ def bytes_folder(data: bytes) -> Iterator[Path]:
 def is_linkable(text: str) -> bool:
     """False for a query without any letter or digit (only whitespace or punctuation): it names nothing."""
     return any(char.isalnum() for char in text)
+
+
+def memory_entries(
+    mentions: Iterable[Tuple[str, str]], query: Callable[[str], str], concept: Callable[[str], Optional[Concept]]
+) -> Tuple[List[Tuple[str, str]], Counter]:
+    """The (normalized text, primary id) memory entries of (text, gold id) mentions, as `add_mentions` stores them
+    (a gold of one id the index holds; `query` normalizes, `concept` looks an id up), and a count of the single ids
+    the index lacks (cui-less golds aside)."""
+    entries, unknown = [], Counter()
+    for text, gold in mentions:
+        ids = gold_ids(gold)
+        single = next(iter(ids)) if len(ids) == 1 else None
+        found = concept(single) if single is not None else None
+        key = query(text)
+        if found is not None and key:
+            entries.append((key, found.id))
+        elif single is not None and found is None and not is_cuiless(gold):
+            unknown[single] += 1
+    return entries, unknown
 
 
 def check_config_types(values: Mapping[str, Any]) -> None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
@@ -34,7 +35,7 @@ import faiss
 import numpy
 import srsly
 
-from .errors import IndexFormatError, SapbertError
+from .errors import ConfigWarning, IndexFormatError, SapbertError
 from .index import VECTOR_SETTINGS, Candidate, float32_rows, format_version_error, read_faiss_file, read_table
 from .io import atomic_write, atomic_write_bytes, atomic_write_text
 
@@ -162,17 +163,26 @@ class MemorySettings:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: Mapping, source: str = "settings", protocol: str = "strict") -> "MemorySettings":
+    def from_dict(
+        cls, data: Mapping, source: str = "settings", protocol: str = "strict", other_protocol: bool = False
+    ) -> "MemorySettings":
         """Settings from a plain mapping, or from an `evaluate` report that holds them under memory.settings.
 
         A report of `--tune-memory` holds the settings chosen under each protocol; `protocol` picks
-        one (strict: the index holds vocabulary names only, as in a pipeline built by build-index).
+        one (strict: the index holds vocabulary names only, as in a pipeline built by build-index). A report that
+        chose none under `protocol` is an error, or with `other_protocol` a ConfigWarning and the settings it has.
         """
         if not isinstance(data, Mapping):
             raise SapbertError(f"{source}: memory settings must be a JSON object of {sorted(cls.__dataclass_fields__)}, got {type(data).__name__}")
         if isinstance(data.get("memory"), Mapping):
             memory = data["memory"]
-            data = memory.get("settings_by_protocol", {}).get(protocol) or memory.get("settings", {})
+            by_protocol = memory.get("settings_by_protocol") or {}
+            if by_protocol and protocol not in by_protocol:
+                chosen = f"{source}: the report chose memory settings under {sorted(by_protocol)} only, not under {protocol}"
+                if not other_protocol:
+                    raise SapbertError(f"{chosen}; tune them under {protocol} (evaluate --tune-memory --protocol {protocol})")
+                warnings.warn(f"{chosen}: {protocol} runs with them", ConfigWarning, stacklevel=2)
+            data = by_protocol.get(protocol) or memory.get("settings", {})
         known = set(cls.__dataclass_fields__)
         unknown = sorted(set(data) - known)
         if unknown:

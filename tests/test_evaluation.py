@@ -513,7 +513,7 @@ class FixedCandidates:
 
 
 def test_tune_memory_scores_each_memory_k_with_only_that_many_neighbours():
-    """Neighbours are retrieved once for the largest memory_k; a row of memory_k = 1 must see one.
+    """Neighbours are retrieved once per memory_k; a row of memory_k = 1 must see one.
 
     The index ranks the gold A just above B; the nearest neighbour votes for B, the second for A.
     With one neighbour B's vote wins; with both, the votes nearly cancel and the index's lead puts A
@@ -530,6 +530,29 @@ def test_tune_memory_scores_each_memory_k_with_only_that_many_neighbours():
     assert {row["memory_mixture"] for row in rows} == {"published"}  # not in this grid: the default
     ranks = grid_ranks(retriever, [EvalMention("q", "A", ["q"])], kb, grid)  # what tune_memory sorts, in grid order
     assert [(settings.memory_k, mention_ranks) for settings, mention_ranks in ranks] == [(1, [2]), (2, [1])]
+
+
+def test_tune_memory_searches_each_memory_k_as_the_pipeline_does_and_ties_keep_grid_order(monkeypatch):
+    """faiss orders exact ties (one string stored under several ids) otherwise for each k: the grid cut its memory_k = 1
+    row from a deeper search and scored a setting as it never links; and an MRR tie on the last bit of a float sum
+    put a later setting first (found by an audit)."""
+    from spacy_sapbert.evaluation import memory_tuning, tune_memory
+    from spacy_sapbert.memory import MemorySettings
+
+    class TiesByDepth(FixedCandidates):
+        def retrieve(self, keys, memory_k):  # the order faiss gave three equal vectors: k = 1 finds D3, k = 16 D6 first
+            near = [("D3", 1.0)] if memory_k == 1 else [("D6", 1.0), ("D2", 1.0), ("D3", 1.0)][:memory_k]
+            return [list(self.concepts) for _ in keys], [near for _ in keys]
+
+    kb = KnowledgeBase([Concept(cid, cid.lower()) for cid in ("D2", "D3", "D6")])
+    retriever = TiesByDepth([("D2", 0.50), ("D3", 0.49), ("D6", 0.48)], [])
+    grid = {"memory_k": (1, 16), "memory_weight": (0.9,), "concept_temperature": (0.01,), "memory_temperature": (1.0,)}
+    rows = tune_memory(retriever, [EvalMention("np", "D3", ["np"])], kb, grid)
+    assert {row["memory_k"]: row["acc@1"] for row in rows}[1] == 1.0  # what a pipeline with memory_k = 1 links
+    first, second = MemorySettings(memory_mixture="published"), MemorySettings(memory_mixture="union")
+    same_ranks = [[3, 1, 1, 5, None, 1, 5, 7, 5], [1, 5, 1, 3, 1, None, 5, 7, 5]]  # one multiset, its sum rounded otherwise
+    monkeypatch.setattr(memory_tuning, "grid_ranks", lambda *a, **k: [(first, same_ranks[0]), (second, same_ranks[1])])
+    assert tune_memory(None, [], None, {})[0]["memory_mixture"] == "published"
 
 
 def test_memory_settings_from_a_report_or_a_plain_mapping():
@@ -639,6 +662,14 @@ def test_memory_settings_from_a_report_pick_the_protocol():
     assert MemorySettings.from_dict(report, protocol="biosyn") == biosyn
     older = {"memory": {"settings": strict.to_dict()}}  # a report written before settings were chosen per protocol
     assert MemorySettings.from_dict(older, protocol="biosyn") == strict
+    # a report that chose settings under one protocol only: not silently the other's (found by an audit)
+    from spacy_sapbert.errors import ConfigWarning, SapbertError
+
+    biosyn_only = {"memory": {"settings": biosyn.to_dict(), "settings_by_protocol": {"biosyn": biosyn.to_dict()}}}
+    with pytest.raises(SapbertError, match=r"r.json: the report chose memory settings under \['biosyn'\] only, not under strict"):
+        MemorySettings.from_dict(biosyn_only, source="r.json")  # add-memory: a pipeline takes the strict ones
+    with pytest.warns(ConfigWarning, match=r"not under strict: strict runs with them"):
+        assert MemorySettings.from_dict(biosyn_only, source="r.json", other_protocol=True) == biosyn  # evaluate
 
 
 def test_run_benchmark_without_a_cache_encodes_the_vocabulary_once(tmp_path, tiny_bert, index_builds):
@@ -801,3 +832,19 @@ def test_the_eval_index_cache_is_keyed_by_batch_size_and_built_once_by_runs_at_t
     assert not [p for p in cache.iterdir() if p.name.endswith(".chunks")]
     build_encoder_index(CountingEncoder(batch_size=1), concepts, cache_dir=cache)
     assert len([p for p in cache.iterdir() if p.is_dir()]) == 2  # another batch size: another cache entry
+
+
+def test_the_report_counts_the_memory_entries_the_memory_holds(tmp_path, tiny_bert):
+    """n_entries counted the raw (text, id) pairs: three spellings of one normalized mention were 3 entries, the memory
+    held 1 (found by an audit)."""
+    from spacy_sapbert import evaluation
+
+    (tmp_path / "vocab.txt").write_text("D1||Cardiac insufficiency\nD2||Liver cancer\n", encoding="utf8")
+    (tmp_path / "dev.txt").write_text("1|t|Hepatoma.\n1|a|x\n1\t0\t8\tHepatoma\tDisease\tD2\n\n", encoding="utf8")
+    text = "Heart failure, heart failure, heart-failure."
+    (tmp_path / "mem.txt").write_text(
+        f"2|t|{text}\n2|a|x\n2\t0\t13\tHeart failure\tDisease\tD1\n2\t15\t28\theart failure\tDisease\tD1\n"
+        "2\t30\t43\theart-failure\tDisease\tD1\n\n", encoding="utf8")
+    report = evaluation.run_benchmark(tmp_path / "dev.txt", [(tmp_path / "vocab.txt", "auto", {})], model=tiny_bert,
+                                      memory=[tmp_path / "mem.txt"], cache_dir=None)
+    assert report["memory"]["n_entries"] == 1

@@ -120,6 +120,7 @@ def run_benchmark(
     runs strict, and biosyn too when there are `train` corpora; biosyn without them is an error.
     """
     from ..encoder import Encoder, default_pooling
+    from ..linker import memory_entries
     from ..readers import read_vocabularies
     from ..reranker import Reranker, check_reranker_head
 
@@ -236,7 +237,8 @@ def run_benchmark(
             pipeline_protocol = "strict" if "strict" in protocols else protocols[0]
             memory_report = {
                 "corpora": [str(p) for p in memory],
-                "n_entries": len(set(memory_mentions)),
+                # distinct entries as the memory holds them: normalized, one primary id each (not the raw pairs)
+                "n_entries": len(set(memory_entries(memory_mentions, normalizer.query, kb.get)[0])),
                 "settings": settings[pipeline_protocol].to_dict(),  # a pipeline's index holds vocabulary names only
                 "settings_by_protocol": {p: settings[p].to_dict() for p in protocols},
                 "tuned_on_this_corpus": tune,

@@ -49,7 +49,9 @@ def grid_ranks(
     """Each combination of the grid's settings (in grid order) with the gold's rank for every mention (None: not in
     the top k); a setting the grid leaves out keeps the paper's value.
 
-    Each query is encoded and searched once; only the mixture is recomputed per combination.
+    Each query is encoded once and searched once per memory_k (faiss orders exact ties in the memory, one string
+    stored under several ids, differently for each k: a k-prefix of a deeper search is not what that k finds); only
+    the mixture is recomputed per combination.
     """
     import itertools
 
@@ -60,11 +62,14 @@ def grid_ranks(
         raise SapbertError("tune_memory needs a linker whose mention memory has entries")
     normalized = {q: linker.normalizer.query(q) for m in mentions for q in m.queries}
     distinct = sorted(set(normalized.values()))
-    concepts, votes = linker.retrieve(distinct, max(grid.get("memory_k", (MemorySettings().memory_k,))))
+    votes_by_k = {}
+    for memory_k in sorted(set(grid.get("memory_k", (MemorySettings().memory_k,)))):
+        concepts, votes_by_k[memory_k] = linker.retrieve(distinct, memory_k)
     keys = list(grid)
     out = []
     for values in itertools.product(*(grid[key] for key in keys)):
         settings = MemorySettings(**dict(zip(keys, values)))
+        votes = votes_by_k[settings.memory_k]
         ranked = {q: settings.mix(hits, near)[:k] for q, hits, near in zip(distinct, concepts, votes)}
         out.append((settings, [mention_rank([gold_rank(ranked[normalized[q]], m.gold_set, kb) for q in m.queries]) for m in mentions]))
     return out
@@ -85,4 +90,5 @@ def tune_memory(
     for settings, ranks in grid_ranks(retriever, mentions, kb, grid, k):
         metrics = metrics_from_ranks(ranks)
         rows.append({**settings.to_dict(), "acc@1": metrics["acc@1"], "acc@5": metrics["acc@5"], "mrr": metrics["mrr"]})
-    return sorted(rows, key=lambda row: (-row["acc@1"], -row["acc@5"], -row["mrr"]))
+    # the MRR rounded: one sum of the same ranks in another order differs in its last bit, and a tie keeps grid order
+    return sorted(rows, key=lambda row: (-row["acc@1"], -row["acc@5"], -round(row["mrr"], 12)))
