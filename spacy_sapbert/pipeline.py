@@ -208,12 +208,32 @@ def add_trained_ner(nlp: Language, source: Any, before: Optional[str] = None) ->
     taken = [name for name in names if name in nlp.pipe_names]
     if taken:
         raise SapbertError(f"the pipeline already has components named {taken}; remove them before adding the NER of {source}")
+    bring_vocab_data(nlp, ner_nlp, source)
     for name in names:
         for shared_name, shared in ner_nlp.pipeline:
             if name in getattr(shared, "listening_components", []):
                 ner_nlp.replace_listeners(shared_name, name, ["model.tok2vec"])
         nlp.add_pipe(name, source=ner_nlp, before=before)
     return names
+
+
+def bring_vocab_data(nlp: Language, ner_nlp: Language, source: Any) -> None:
+    """The static vectors and lookup tables (e.g. `lexeme_norm`, which sets the NORM a NER reads) of a trained NER's
+    pipeline, into `nlp`'s vocab: `add_pipe(source=...)` copies the component and its strings only, and a NER trained
+    with them finds other entities without them (or fails, without its vectors). A pipeline whose own vectors or
+    tables differ is an error."""
+    theirs, ours = ner_nlp.vocab.vectors, nlp.vocab.vectors
+    if theirs.shape[0]:
+        if not ours.shape[0]:
+            nlp.vocab.vectors = theirs
+        elif ours.to_bytes() != theirs.to_bytes():
+            raise SapbertError(f"the NER pipeline {source} and the linker pipeline have different static vectors; a NER needs its own")
+    for name in ner_nlp.vocab.lookups.tables:
+        table = ner_nlp.vocab.lookups.get_table(name)
+        if not nlp.vocab.lookups.has_table(name):
+            nlp.vocab.lookups.set_table(name, table)
+        elif dict(nlp.vocab.lookups.get_table(name).items()) != dict(table.items()):
+            raise SapbertError(f"the NER pipeline {source} and the linker pipeline have different `{name}` lookup tables")
 
 
 def build_pipeline(

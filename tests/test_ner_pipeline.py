@@ -214,3 +214,43 @@ def test_train_ner_names_a_config_that_is_not_utf8_or_not_a_training_config(tmp_
         result = runner.invoke(app, ["train-ner", str(tmp_path / name), str(tmp_path / "ner")])
         assert result.exit_code == 1 and f"{tmp_path / name}: {expected}" in result.output, result.output
         assert not (tmp_path / "ner").exists()
+
+
+def test_a_ner_copied_into_a_pipeline_brings_its_static_vectors_and_lookup_tables(tmp_path):
+    """add_pipe(source=...) copies the component and its strings only: a NER trained with static vectors crashed on
+    its first text in the assembled pipeline, and one trained with a lexeme_norm table found other entities
+    (found by an audit)."""
+    import numpy
+    import spacy
+    from spacy.training import Example
+    from spacy.util import fix_random_seed
+
+    from spacy_sapbert.pipeline import add_trained_ner
+
+    train = [("Patients with hepatoma were treated.", [(14, 22)]), ("The boy had cardiac failure and fever.", [(12, 27)]),
+             ("Hepatoma is a liver cancer.", [(0, 8), (14, 26)]), ("No sign of nephropathy was seen.", [(11, 22)])]
+    fix_random_seed(0)
+    ner_nlp = spacy.blank("en")
+    rng = numpy.random.default_rng(0)
+    for word in sorted({t.text.lower() for text, _ in train for t in ner_nlp.make_doc(text)}):
+        ner_nlp.vocab.set_vector(word, rng.normal(size=16).astype("float32"))
+    ner_nlp.vocab.lookups.add_table("lexeme_norm", {w: "diseaseword" for w in ["hepatoma", "nephropathy", "failure", "cancer"]})
+    embed = {"@architectures": "spacy.MultiHashEmbed.v2", "width": 32, "attrs": ["NORM"], "rows": [500], "include_static_vectors": True}
+    ner_nlp.add_pipe("ner", config={"model": {
+        "@architectures": "spacy.TransitionBasedParser.v2", "state_type": "ner", "extra_state_tokens": False, "hidden_width": 32,
+        "maxout_pieces": 2, "use_upper": True, "nO": None,
+        "tok2vec": {"@architectures": "spacy.Tok2Vec.v2", "embed": embed, "encode": {
+            "@architectures": "spacy.MaxoutWindowEncoder.v2", "width": 32, "depth": 1, "window_size": 1, "maxout_pieces": 2}}}})
+    examples = [Example.from_dict(ner_nlp.make_doc(t), {"entities": [(s, e, "Disease") for s, e in spans]}) for t, spans in train]
+    optimizer = ner_nlp.initialize(lambda: examples)
+    for _ in range(30):
+        ner_nlp.update(examples, sgd=optimizer, drop=0.0)
+    ner_nlp.to_disk(tmp_path / "ner")
+    nlp = spacy.blank("en")
+    add_trained_ner(nlp, tmp_path / "ner")
+    nlp.to_disk(tmp_path / "assembled")
+    trained, assembled = spacy.load(tmp_path / "ner"), spacy.load(tmp_path / "assembled")
+    assert assembled.vocab.vectors.shape == trained.vocab.vectors.shape and trained.vocab.vectors.shape[1] == 16
+    assert assembled.vocab.lookups.has_table("lexeme_norm")
+    texts = [t for t, _ in train] + ["Nephropathy and hepatoma were seen."]
+    assert [[e.text for e in assembled(t).ents] for t in texts] == [[e.text for e in trained(t).ents] for t in texts]
