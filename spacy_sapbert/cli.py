@@ -235,8 +235,23 @@ def assemble_command(
             "links the entities a component put in front of sapbert_linker sets, and none on raw text",
             ConfigWarning, stacklevel=2,
         )
+    found = _mention_labels(nlp)
+    linked = [set(linker.labels) for _, linker in require_linkers(nlp)]
+    if found and all(labels and not labels & found for labels in linked):  # every linker restricted, none to these
+        warnings.warn(
+            f"{output}: the mention finders label entities {sorted(found)}, but the linkers link only "
+            f"{sorted(set().union(*linked))}: no entity would be linked (build-index --label, or assemble --label)",
+            ConfigWarning, stacklevel=2,
+        )
     save_pipeline(nlp, output, overwrite=overwrite)
     typer.echo(f"pipeline {nlp.pipe_names} written to {output}", err=True)
+
+
+def _mention_labels(nlp) -> set:
+    """The entity labels the pipeline's NERs and dictionary matchers give."""
+    from .evaluation.end_to_end import mention_finders
+
+    return {label for name in mention_finders(nlp) for label in getattr(nlp.get_pipe(name), "labels", ()) or ()}
 
 
 @app.command("convert")

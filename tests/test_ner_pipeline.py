@@ -254,3 +254,23 @@ def test_a_ner_copied_into_a_pipeline_brings_its_static_vectors_and_lookup_table
     assert assembled.vocab.lookups.has_table("lexeme_norm")
     texts = [t for t, _ in train] + ["Nephropathy and hepatoma were seen."]
     assert [[e.text for e in assembled(t).ents] for t in texts] == [[e.text for e in trained(t).ents] for t in texts]
+
+
+def test_assemble_warns_when_no_linker_links_the_label_its_mention_finders_give(linker_only, tmp_path):
+    """A linker restricted to Disease behind a matcher that labels ENTITY linked nothing, and assemble said nothing
+    (found by an audit)."""
+    import warnings
+
+    from spacy_sapbert.errors import ConfigWarning
+
+    restricted = spacy.load(linker_only, config={"components": {"sapbert_linker": {"labels": ["Disease"]}}})
+    restricted.to_disk(tmp_path / "disease-linker")
+    vocab = tmp_path / "vocab.txt"
+    args = ["assemble", str(tmp_path / "disease-linker"), str(tmp_path / "pipe"), "--matcher-vocab", str(vocab)]
+    with pytest.warns(ConfigWarning, match=r"label entities \['ENTITY'\], but the linkers link only \['Disease'\]"):
+        assert runner.invoke(app, args).exit_code == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConfigWarning)
+        result = runner.invoke(app, args[:2] + [str(tmp_path / "ok"), "--matcher-vocab", str(vocab), "--label", "Disease"])
+    assert result.exit_code == 0, result.output
+    assert spacy.load(tmp_path / "ok")("Patients with hepatoma.").ents[0].kb_id_ == "D2"
