@@ -68,10 +68,11 @@ def doc_windows(docs: List[Doc], window: int) -> List[Tuple[int, int, int]]:
 
 
 def _convert_inputs(model: Model, batch: WindowBatch, is_train: bool):
+    device = model.shims[0].device  # where the wrapped model's weights are (a GPU under `spacy train --gpu-id`)
     kwargs = {
-        "input_ids": torch.as_tensor(batch.input_ids, dtype=torch.long),
-        "attention_mask": torch.as_tensor(batch.attention_mask, dtype=torch.long),
-        "word_index": torch.as_tensor(batch.word_index, dtype=torch.long),
+        "input_ids": torch.as_tensor(batch.input_ids, dtype=torch.long, device=device),
+        "attention_mask": torch.as_tensor(batch.attention_mask, dtype=torch.long, device=device),
+        "word_index": torch.as_tensor(batch.word_index, dtype=torch.long, device=device),
         "n_words": batch.n_words,
     }
     return ArgsKwargs(args=(), kwargs=kwargs), lambda d_inputs: []

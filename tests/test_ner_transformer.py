@@ -107,3 +107,20 @@ def test_an_unknown_precision_is_refused_by_name(tiny_bert):
 
     with pytest.raises(SapbertError, match="precision.*'float16'"):
         transformer_tok2vec(tiny_bert, precision="float16")
+
+
+def test_inputs_go_to_the_device_of_the_encoder_weights(tok2vec):
+    """The word pieces were made on the CPU whatever the model's device: `spacy train --gpu-id 0` would have fed a
+    CUDA model CPU tensors (found by reading the code; no GPU in the tests, so the device is faked)."""
+    from types import SimpleNamespace
+
+    from spacy_sapbert.ner_transformer import WindowBatch, _convert_inputs
+
+    encoder = next(node for node in tok2vec.walk() if node.shims)
+    batch = WindowBatch(numpy.array([[2, 5, 3]]), numpy.array([[1, 1, 1]]), numpy.array([[-1, 0, -1]]), 1)
+    wanted = torch.device("meta")  # a device no tensor lands on by default
+    fake = SimpleNamespace(shims=[SimpleNamespace(device=wanted)])
+    inputs, _ = _convert_inputs(fake, batch, is_train=False)
+    assert {tensor.device for tensor in inputs.kwargs.values() if isinstance(tensor, torch.Tensor)} == {wanted}
+    inputs, _ = _convert_inputs(encoder, batch, is_train=False)  # the real shim: where its weights are (the CPU here)
+    assert inputs.kwargs["input_ids"].device == next(encoder.shims[0]._model.parameters()).device
