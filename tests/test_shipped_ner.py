@@ -3,6 +3,7 @@ import shutil
 import subprocess
 import sys
 
+import pytest
 import spacy
 
 from conftest import ROOT
@@ -87,6 +88,23 @@ def test_a_cached_default_pipeline_whose_index_breaks_ties_otherwise_is_rebuilt(
     assert not pipeline.current_tie_order(spacy.load(path))
     nlp = pipeline.load_default_pipeline(path, progress=False)
     assert len(builds) == 2 and pipeline.current_tie_order(nlp) and "tie_order" in srsly.read_json(meta_file)
+
+
+def test_a_default_cache_holding_a_users_file_is_refused_before_the_build(tiny_bert, tmp_path, monkeypatch):
+    """The rebuild ran to its end (minutes) and was then refused at the save, on every run (found by an audit)."""
+    from spacy_sapbert import pipeline
+    from spacy_sapbert.outputs import OutputExistsError
+
+    obo = tmp_path / "hp.obo"
+    obo.write_text("[Term]\nid: HP:1\nname: Seizure\n", encoding="utf8")
+    builds = counted_default_builds(monkeypatch, obo, tiny_bert)
+    path = tmp_path / "default"
+    pipeline.load_default_pipeline(path, progress=False)
+    (path / "notes.txt").write_text("mine", encoding="utf8")
+    obo.write_text("[Term]\nid: HP:1\nname: Seizure\n\n[Term]\nid: HP:2\nname: Fits\n", encoding="utf8")  # a rebuild is due
+    with pytest.raises(OutputExistsError, match=r"offline default is rebuilt in its cache folder.*notes.txt.*SPACY_SAPBERT_HOME"):
+        pipeline.load_default_pipeline(path, progress=False)
+    assert len(builds) == 1 and (path / "notes.txt").read_text(encoding="utf8") == "mine"
 
 
 def test_a_cached_default_pipeline_built_from_another_hp_obo_or_encoder_is_rebuilt(tiny_bert, tmp_path, monkeypatch):
