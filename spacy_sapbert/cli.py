@@ -717,9 +717,11 @@ def evaluate_command(
         typer.echo(f"\nend to end ({end_to_end}):\n{end_to_end_table(report['end_to_end'])}")
 
 
-def _read_memory_settings(path: Path, protocols: Sequence[str] = ("strict",), option: str = "--memory-settings"):
+def _read_memory_settings(
+    path: Path, protocols: Sequence[str] = ("strict",), option: str = "--memory-settings", other_protocol: bool = True
+):
     """{protocol: MemorySettings}: those of a JSON file, or those an evaluate report chose under each protocol (a
-    report that chose none under one: an error for a pipeline's strict settings, else a warning and its others)."""
+    report that chose none under one: with `other_protocol` a warning and the settings it has, else an error)."""
     from .memory import MemorySettings
 
     try:
@@ -727,8 +729,7 @@ def _read_memory_settings(path: Path, protocols: Sequence[str] = ("strict",), op
     except (OSError, ValueError) as err:
         raise SapbertError(f"{option} {path}: not a readable JSON file ({err})") from err
     try:
-        return {p: MemorySettings.from_dict(data, source=str(path), protocol=p, other_protocol=option == "--memory-settings")
-                for p in protocols}
+        return {p: MemorySettings.from_dict(data, source=str(path), protocol=p, other_protocol=other_protocol) for p in protocols}
     except (SapbertError, TypeError) as err:
         raise SapbertError(str(err)) from err
 
@@ -760,7 +761,7 @@ def add_memory_command(
     overrides = {}
     if settings:  # the config override needs the linker's name before the pipeline is loaded
         component = choose_linker_name(linker_names(spacy.util.load_config(pipeline / "config.cfg")), component)
-        overrides = {"components": {component: _read_memory_settings(settings, option="--settings")["strict"].to_dict()}}
+        overrides = {"components": {component: _read_memory_settings(settings, option="--settings", other_protocol=False)["strict"].to_dict()}}
     nlp = spacy.load(pipeline, config=overrides)
     linker = the_linker(nlp, component)
     added = 0

@@ -111,6 +111,11 @@ def test_add_memory_stores_corpus_mentions_and_settings_in_the_pipeline(built_pi
     args = ["add-memory", str(built_pipeline), str(corpus), "--label", "Disease", "--output", str(tmp_path / "out"), "--settings", str(settings)]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
+    # an evaluate report that chose settings under biosyn only: a pipeline's index holds vocabulary names, as strict's
+    report = tmp_path / "biosyn.json"
+    report.write_text(json.dumps({"memory": {"settings": {"memory_k": 2}, "settings_by_protocol": {"biosyn": {"memory_k": 2}}}}), encoding="utf8")
+    refused = runner.invoke(app, ["add-memory", str(built_pipeline), str(corpus), "--output", str(tmp_path / "b"), "--settings", str(report)])
+    assert refused.exit_code == 1 and "chose memory settings under ['biosyn'] only, not under strict" in refused.output
     nlp = spacy.load(tmp_path / "out")
     linker = nlp.get_pipe("sapbert_linker")
     # no abbreviation detector in this pipeline: the linker searches "rt" as it is, so the memory holds "rt"
