@@ -640,7 +640,7 @@ def evaluate_command(
     spell_check: Optional[Path] = typer.Option(None, help="misspelling||correction file applied to queries, not to names (BioSyn's NCBI list)."),
     abbreviations: bool = typer.Option(True, help="Resolve abbreviations defined in the document (Schwartz-Hearst)."),
     remove_punctuation: bool = typer.Option(True, help="Replace punctuation by spaces in queries and names (BioSyn)."),
-    cache_dir: Optional[Path] = typer.Option(None, help="Reuse encoded dictionaries between runs. Default: ~/.cache/spacy-sapbert/eval-index."),
+    cache_dir: Optional[Path] = typer.Option(None, help="Reuse encoded dictionaries between runs. Default: eval-index in $SPACY_SAPBERT_HOME (~/.cache/spacy-sapbert)."),
     output: Optional[Path] = typer.Option(None, help="Write the JSON report here."),
     errors: Optional[Path] = typer.Option(None, help="Write every mention a system does not rank first here, one JSON line each (system, protocol, text, gold, gold rank, top 5 candidates per query), for error analysis."),
     plot: Optional[Path] = typer.Option(None, help="Write a PNG of acc@k against k here."),
@@ -656,6 +656,7 @@ def evaluate_command(
     from .evaluation import Preprocessing, end_to_end_table, markdown_table, plot_curves, run_benchmark
     from .linker import check_rerank_weight
     from .outputs import check_file_outputs
+    from .pipeline import sapbert_home
     from .readers import read_spell_check, vocabulary_specs
     from .reranker import check_rerank_backend
 
@@ -689,7 +690,7 @@ def evaluate_command(
         baselines=baselines,
         baseline_model=baseline_model or default,
         prep=prep,
-        cache_dir=cache_dir or Path.home() / ".cache" / "spacy-sapbert" / "eval-index",
+        cache_dir=cache_dir or sapbert_home() / "eval-index",
         title=title,
         memory=memory,
         memory_settings=_read_memory_settings(memory_settings, protocols) if memory_settings else None,

@@ -290,10 +290,14 @@ def save_pipeline(nlp: Language, output: Path, *, overwrite: bool = False) -> No
     write_new_dir(Path(output), nlp.to_disk, replace=overwrite)
 
 
+def sapbert_home() -> Path:
+    """Where this package caches what it builds: $SPACY_SAPBERT_HOME, else ~/.cache/spacy-sapbert."""
+    return Path(os.environ.get("SPACY_SAPBERT_HOME") or Path.home() / ".cache" / "spacy-sapbert")
+
+
 def default_pipeline_path() -> Path:
-    """Where the offline default pipeline is cached ($SPACY_SAPBERT_HOME or ~/.cache/spacy-sapbert)."""
-    home = os.environ.get("SPACY_SAPBERT_HOME") or Path.home() / ".cache" / "spacy-sapbert"
-    return Path(home) / DEFAULT_PIPELINE_NAME
+    """Where the offline default pipeline is cached (in `sapbert_home`)."""
+    return sapbert_home() / DEFAULT_PIPELINE_NAME
 
 
 def current_tie_order(nlp: Language) -> bool:

@@ -848,3 +848,14 @@ def test_the_report_counts_the_memory_entries_the_memory_holds(tmp_path, tiny_be
     report = evaluation.run_benchmark(tmp_path / "dev.txt", [(tmp_path / "vocab.txt", "auto", {})], model=tiny_bert,
                                       memory=[tmp_path / "mem.txt"], cache_dir=None)
     assert report["memory"]["n_entries"] == 1
+
+
+def test_evaluate_caches_its_dictionaries_under_spacy_sapbert_home(tmp_path, tiny_bert, monkeypatch):
+    """The offline default honoured $SPACY_SAPBERT_HOME, evaluate's index cache wrote to ~/.cache all the same (found by
+    a fresh-user walk through the README)."""
+    monkeypatch.setenv("SPACY_SAPBERT_HOME", str(tmp_path / "home"))
+    (tmp_path / "corpus.txt").write_text(PUBTATOR, encoding="utf8")
+    (tmp_path / "vocab.txt").write_text("D1||Heart failure\nD2||Liver cancer|hepatoma\n", encoding="utf8")
+    result = CliRunner().invoke(app, ["evaluate", str(tmp_path / "corpus.txt"), "--vocab", str(tmp_path / "vocab.txt"), "--model", tiny_bert])
+    assert result.exit_code == 0, result.output
+    assert any((tmp_path / "home" / "eval-index").iterdir())
