@@ -654,6 +654,7 @@ def evaluate_command(
     """Accuracy (acc@1/5/10, MRR) on a benchmark corpus with the BioSyn/SapBERT protocol; prints a Markdown table."""
     from .encoder import offline_default_model
     from .evaluation import Preprocessing, end_to_end_table, markdown_table, plot_curves, run_benchmark
+    from .evaluation.dictionaries import default_protocols
     from .linker import check_rerank_weight
     from .outputs import check_file_outputs
     from .pipeline import sapbert_home
@@ -669,7 +670,7 @@ def evaluate_command(
     max_length = _max_length(model, max_length)
     vocabularies = vocabulary_specs(vocab, vocab_format, mesh_trees, key_by)
     misses: Optional[list] = [] if errors else None
-    protocols = protocol or (["strict", "biosyn"] if train else ["strict"])
+    protocols = protocol or default_protocols(train)
     prep = Preprocessing(
         remove_punctuation=remove_punctuation,
         abbreviations=abbreviations,

@@ -13,28 +13,18 @@ import numpy
 
 
 def atomic_write(path: Union[str, Path], writer: Callable[[Path], None]) -> None:
-    """Call `writer(tmp_path)` on a temporary file next to `path`, then rename it into place.
+    """Call `writer(tmp_path)` on a temporary file next to `path`, then rename it into place (`atomic_outputs`).
 
     The file gets the permissions of a plain `open(path, "w")` (give_default_mode)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        writer(Path(tmp))
-        give_default_mode(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_outputs(path) as (tmp,):
+        writer(tmp)
 
 
 @contextmanager
 def atomic_outputs(*paths: Optional[Union[str, Path]]) -> Iterator[List[Optional[Path]]]:
     """Temporary paths beside `paths` (None stays None) for a command's outputs that belong together: renamed
     into place one after the other when the block ends without error, removed when it fails, so an interrupted
-    run never leaves a new file beside the old one it describes."""
+    run never leaves a new file beside the old one it describes. Only the temporary files made here are removed."""
     staged: List[Optional[Path]] = []
     for path in paths:
         if path is None:

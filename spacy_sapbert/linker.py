@@ -577,22 +577,32 @@ class SapbertLinker(Pipe):
             results[i] = self._above_threshold(candidates)[: self.max_entities_per_mention]
         return results
 
-    def ranked(self, keys: Sequence[str], types: Sequence[str] = (), threshold: bool = False) -> List[List[Candidate]]:
+    def ranked(
+        self, keys: Sequence[str], types: Sequence[str] = (), threshold: bool = False, also: Optional[Sequence[Candidate]] = None
+    ) -> List[List[Candidate]]:
         """The `k` candidates of each normalized string, best first, before the re-ranker: the index's (with
         `threshold`, those whose similarity reaches the config's threshold), mixed with the votes of the memory's
         neighbours (with `threshold`, those as similar) while it is active, of the allowed types and sources. The
         threshold is a similarity: it applies before the mixing, whose probabilities split an exact match that two
-        concepts share (0.5 each)."""
+        concepts share (0.5 each). `also`: one more (id, similarity) per key, put among the index's after the
+        threshold and before the mixing, and kept whatever its type (train-reranker's gold that the search missed)."""
         allowed = self.allowed_rows(types)
         concept_hits, neighbours = self.retrieve(keys, self.memory_settings.memory_k, allowed)
         if threshold:
             concept_hits = [self._above_threshold(hits) for hits in concept_hits]
             if neighbours is not None:  # the "union" mixture adds their ids: none the threshold would not keep
                 neighbours = [self._above_threshold(hits) for hits in neighbours]
+        extra_ids: List[Optional[str]] = [None] * len(concept_hits)
+        if also is not None:
+            concept_hits = [hits + [extra] for hits, extra in zip(concept_hits, also)]
+            extra_ids = [extra[0] for extra in also]
         if neighbours is not None:
             concept_hits = [self.memory_settings.mix(hits, votes) for hits, votes in zip(concept_hits, neighbours)]
             if allowed is not None:  # the "union" mixture adds the memory's ids: keep the allowed ones
-                concept_hits = [[hit for hit in hits if self._is_allowed(hit[0], allowed)] for hits in concept_hits]
+                concept_hits = [
+                    [hit for hit in hits if hit[0] == extra_id or self._is_allowed(hit[0], allowed)]
+                    for hits, extra_id in zip(concept_hits, extra_ids)
+                ]
         return concept_hits
 
     def allowed_rows(self, types: Sequence[str] = ()) -> Optional[numpy.ndarray]:

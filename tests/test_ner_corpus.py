@@ -157,7 +157,7 @@ def test_convert_refuses_a_result_without_entities_and_names_bad_lines(tmp_path)
     assert result.exit_code != 0 and "--label-map specificdisease=Illness names no type" in result.output
     result = runner.invoke(app, ["convert", str(corpus), "-o", str(tmp_path / "x.spacy"), "--label-map", "SpecificDisease=Illness", "--labels", "Illness"])
     assert result.exit_code == 0 and "(Illness 2)" in result.output  # a map entry and a label that match are taken
-    (tmp_path / "x.spacy").unlink()
+    (tmp_path / "x.spacy").unlink()  # the test's own output, written just above: the next convert writes it anew
     corpus.write_text(PUBTATOR + "10\tx\t43\tBC\tSpecificDisease\tD001943\n", encoding="utf8")
     result = runner.invoke(app, ["convert", str(corpus), "-o", str(tmp_path / "x.spacy")])
     assert result.exit_code != 0 and "mini.txt" in result.output and "line 6" in result.output

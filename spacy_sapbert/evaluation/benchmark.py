@@ -11,7 +11,7 @@ from ..index import vocabulary_hash
 from ..kb import Concept, KnowledgeBase
 from ..memory import MemorySettings
 from ..readers.corpora import detect_corpus_format
-from .dictionaries import PROTOCOLS, missing_gold, training_names, with_extra_names
+from .dictionaries import PROTOCOLS, default_protocols, missing_gold, training_names, with_extra_names
 from .index_cache import build_encoder_index, index_cache
 from .memory_tuning import DEFAULT_MEMORY_GRID, memory_grid, tune_memory
 from .queries import EvalMention, Preprocessing, corpus_labels, no_mentions_error, read_corpus
@@ -124,7 +124,7 @@ def run_benchmark(
     from ..readers import read_vocabularies
     from ..reranker import Reranker, check_reranker_head
 
-    protocols = list(protocols or (PROTOCOLS if train else ("strict",)))
+    protocols = list(protocols or default_protocols(train))
     if "biosyn" in protocols and not train:  # its index would hold the vocabulary's names only: the strict row again
         raise SapbertError("the biosyn protocol adds the mentions of training corpora to the dictionary; give them with --train")
     grid = memory_grid(grid_name)

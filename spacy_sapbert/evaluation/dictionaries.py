@@ -10,6 +10,11 @@ from .queries import EvalMention
 PROTOCOLS = ("strict", "biosyn")
 
 
+def default_protocols(train: Sequence) -> List[str]:
+    """The protocols run when none is asked for: strict, and biosyn when there are training corpora to add."""
+    return list(PROTOCOLS if train else ("strict",))
+
+
 def normalized_concepts(concepts: Iterable[Concept], normalizer: Normalizer) -> List[Concept]:
     """Concepts whose names went through the normalizer (for the string baselines and DHNS)."""
     out = []

@@ -152,12 +152,8 @@ def scores_with_missed_gold(linker, query: str, concept_id: str, types: Sequence
     """The linker's scores of its candidates for `query` with a gold concept its search did not return put among
     them, all on one scale: the gold's best-name similarity (`concept_score`) beside the search's, and, while the
     memory is active, every share of the mixture taken again over them all (the search's own summed to 1 without it)."""
-    similarity = concept_score(linker, query, concept_id)
-    [hits], neighbours = linker.retrieve([query], linker.memory_settings.memory_k, linker.allowed_rows(types))
-    hits = linker._above_threshold(hits) + [(concept_id, similarity)]
-    if neighbours is None:
-        return dict(hits)
-    return dict(linker.memory_settings.mix(hits, linker._above_threshold(neighbours[0])))
+    [hits] = linker.ranked([query], types, threshold=True, also=[(concept_id, concept_score(linker, query, concept_id))])
+    return dict(hits)
 
 
 def concept_score(linker, query: str, concept_id: str) -> float:
