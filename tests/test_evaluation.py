@@ -532,6 +532,26 @@ def test_tune_memory_scores_each_memory_k_with_only_that_many_neighbours():
     assert [(settings.memory_k, mention_ranks) for settings, mention_ranks in ranks] == [(1, [2]), (2, [1])]
 
 
+def test_tune_memory_ranks_nothing_for_a_query_the_component_does_not_link():
+    """A query without a letter or digit is never linked by the component (`is_linkable`); the grid scored its
+    candidates as if it were, and counted it right (found by an audit)."""
+    from spacy_sapbert.evaluation import tune_memory
+
+    searched = []
+
+    class Recording(FixedCandidates):
+        def retrieve(self, keys, memory_k):
+            searched.extend(keys)
+            return super().retrieve(keys, memory_k)
+
+    kb = KnowledgeBase([Concept("A", "a"), Concept("B", "b")])
+    retriever = Recording([("A", 0.90), ("B", 0.89)], [("A", 0.99)])
+    grid = {"memory_k": (1,), "memory_weight": (0.5,), "concept_temperature": (0.01,), "memory_temperature": (1.0,)}
+    rows = tune_memory(retriever, [EvalMention("q", "A", ["q"]), EvalMention("-", "A", ["-"])], kb, grid)
+    assert rows[0]["acc@1"] == 0.5 and "-" not in searched
+    assert tune_memory(retriever, [EvalMention("(", "A", ["("])], kb, grid)[0]["acc@1"] == 0.0
+
+
 def test_tune_memory_searches_each_memory_k_as_the_pipeline_does_and_ties_keep_grid_order(monkeypatch):
     """faiss orders exact ties (one string stored under several ids) otherwise for each k: the grid cut its memory_k = 1
     row from a deeper search and scored a setting as it never links; and an MRR tie on the last bit of a float sum

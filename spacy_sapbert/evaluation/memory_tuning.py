@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..kb import KnowledgeBase
+from ..linker import is_linkable
 from ..memory import MIXTURES, MemorySettings
 from .queries import EvalMention
 from .ranks import KS, gold_rank, mention_rank, metrics_from_ranks
@@ -49,7 +50,8 @@ def grid_ranks(
     """Each combination of the grid's settings (in grid order) with the gold's rank for every mention (None: not in
     the top k); a setting the grid leaves out keeps the paper's value.
 
-    Each query is encoded once and searched once per memory_k (faiss orders exact ties in the memory, one string
+    A query without a letter or digit ranks nothing, as the component does not link it (`is_linkable`). Each
+    query is encoded once and searched once per memory_k (faiss orders exact ties in the memory, one string
     stored under several ids, differently for each k: a k-prefix of a deeper search is not what that k finds); only
     the mixture is recomputed per combination.
     """
@@ -61,17 +63,18 @@ def grid_ranks(
 
         raise SapbertError("tune_memory needs a linker whose mention memory has entries")
     normalized = {q: linker.normalizer.query(q) for m in mentions for q in m.queries}
-    distinct = sorted(set(normalized.values()))
+    distinct = sorted({key for key in normalized.values() if is_linkable(key)})
     votes_by_k = {}
     for memory_k in sorted(set(grid.get("memory_k", (MemorySettings().memory_k,)))):
-        concepts, votes_by_k[memory_k] = linker.retrieve(distinct, memory_k)
+        concepts, votes_by_k[memory_k] = linker.retrieve(distinct, memory_k) if distinct else ([], [])
     keys = list(grid)
     out = []
     for values in itertools.product(*(grid[key] for key in keys)):
         settings = MemorySettings(**dict(zip(keys, values)))
         votes = votes_by_k[settings.memory_k]
         ranked = {q: settings.mix(hits, near)[:k] for q, hits, near in zip(distinct, concepts, votes)}
-        out.append((settings, [mention_rank([gold_rank(ranked[normalized[q]], m.gold_set, kb) for q in m.queries]) for m in mentions]))
+        out.append((settings, [mention_rank([gold_rank(ranked.get(normalized[q], []), m.gold_set, kb) for q in m.queries])
+                               for m in mentions]))
     return out
 
 
