@@ -1,7 +1,7 @@
 """Output folders: a command creates its outputs and never deletes what it did not create.
 
-An output folder is written complete into a temporary sibling (``.<name>.sapbert-tmp-*``) and then
-moved into place. An existing folder is only replaced when it is one this project writes (a spaCy
+An output folder is written complete into a temporary sibling (``.<name>.sapbert-tmp-<pid>@<host>@*``) and
+then moved into place; the next write of that output removes such a folder that a killed process of this host left. An existing folder is only replaced when it is one this project writes (a spaCy
 pipeline with a ``sapbert_linker``, or a training run) and the caller asked for it (``overwrite``).
 The replacement swaps the two folders in one ``renameat2(RENAME_EXCHANGE)`` call where the system
 has it (Linux), so a kill at any moment leaves either the old or the new folder in place, complete.
@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import glob
 import json
 import os
 import re
 import shutil
+import socket
 import tempfile
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set
@@ -341,7 +343,8 @@ def write_new_dir(output: Path, fill: Callable[[Path], None], *, replace: bool =
     """
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}{TMP_MARK}", dir=output.parent))
+    remove_abandoned_tmp_dirs(output)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}{TMP_MARK}{os.getpid()}@{socket.gethostname()}@", dir=output.parent))
     try:
         give_default_mode(tmp)
         fill(tmp)
@@ -353,6 +356,31 @@ def write_new_dir(output: Path, fill: Callable[[Path], None], *, replace: bool =
         _move_into_place(tmp, output, replace)
     except OSError as err:
         raise SapbertError(f"could not move the finished output {tmp} to {output}: {err}; it is complete at {tmp}") from err
+
+
+def remove_abandoned_tmp_dirs(output: Path) -> List[Path]:
+    """Remove the temporary folders of `output` that `write_new_dir` made in a process of this host that has ended
+    without finishing them (killed: a build of the offline default leaves 160 MB). Their names record the process and
+    host; a folder of a running process, of another host, or named otherwise (another program's) is kept."""
+    removed = []
+    prefix = f".{output.name}{TMP_MARK}"
+    for path in output.parent.glob(glob.escape(prefix) + "*@*@*"):
+        pid, host, _ = path.name[len(prefix):].split("@", 2)
+        if host == socket.gethostname() and pid.isdigit() and not process_alive(int(pid)) and path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process with that id runs on this host (one of another user's counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _move_into_place(tmp: Path, output: Path, replace: bool) -> None:

@@ -169,6 +169,32 @@ def test_a_failure_while_writing_keeps_the_old_pipeline_and_removes_the_partial_
     assert _leftovers(path.parent) == []
 
 
+def test_a_killed_writers_temporary_folder_goes_at_the_next_write_and_nothing_else(tmp_path):
+    """A process killed while it filled its temporary folder (a build of the offline default: 160 MB) left it
+    for good. The next write of that output removes it; a running writer's, another host's and a folder named by
+    anyone else are kept."""
+    import socket
+
+    from spacy_sapbert.outputs import write_new_dir
+
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    host = socket.gethostname()
+    names = {
+        "killed": f".out{TMP_MARK}{ended.pid}@{host}@abc123",
+        "running": f".out{TMP_MARK}{os.getpid()}@{host}@def456",
+        "other host": f".out{TMP_MARK}{ended.pid}@not-{host}@ghi789",
+        "older format": f".out{TMP_MARK}jkl012",
+        "another output": f".out2{TMP_MARK}{ended.pid}@{host}@mno345",
+    }
+    for name in names.values():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "part").write_text("x", encoding="utf8")
+    write_new_dir(tmp_path / "out", lambda folder: (folder / "done").write_text("y", encoding="utf8"))
+    assert (tmp_path / "out" / "done").read_text(encoding="utf8") == "y"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["out", *(n for k, n in names.items() if k != "killed")])
+
+
 def test_exchange_paths_swaps_two_folders(tmp_path):
     first, second = tmp_path / "a", tmp_path / "b"
     first.mkdir()
