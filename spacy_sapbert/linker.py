@@ -96,7 +96,12 @@ def live_linker(vocab, name: str) -> "SapbertLinker":
     found = [linker for linker in list(_LIVE_LINKERS) if linker.vocab is vocab and linker.name == name]
     if not found:
         others = sorted({linker.name for linker in list(_LIVE_LINKERS) if linker.vocab is vocab})
-        raise SapbertError(f"the pipeline has no sapbert_linker called {name!r} (its sapbert_linker components: {others}); set `component` to one of them")
+        sourced = any(linker.name == name for linker in list(_LIVE_LINKERS))
+        raise SapbertError(
+            f"the pipeline has no sapbert_linker called {name!r} (its sapbert_linker components: {others}); set `component` to one of them"
+            + ("; one added with add_pipe(source=...) keeps its source pipeline's vocab and is not found: add it with "
+               "nlp.add_pipe('sapbert_linker', ...) and load it with its from_disk" if sourced else "")
+        )
     return max(found, key=lambda linker: linker._creation)  # the newest: a replaced one may linger
 
 

@@ -88,6 +88,16 @@ def test_a_candidate_generator_names_a_missing_linker(cold_nlp):
         list(candidate_generator("umls_linker")(kb, doc.ents[0]))
 
 
+def test_a_linker_copied_with_source_is_named_as_the_cause(cold_nlp):
+    """add_pipe(source=...) keeps the component's own vocab, so the KB functions cannot find it in the new pipeline."""
+    from spacy_sapbert.spacy_kb import linker_kb
+
+    copy = spacy.blank("en")
+    copy.add_pipe("sapbert_linker", source=cold_nlp)
+    with pytest.raises(SapbertError, match=r"add_pipe\(source=\.\.\.\) keeps its source pipeline's vocab"):
+        linker_kb()(copy.vocab)
+
+
 @pytest.mark.parametrize(
     "gold, expected",
     [
