@@ -135,22 +135,37 @@ def format_version_error(kind: str, source: str, version: Any, expected: int, re
     )
 
 
-def name_table(concepts: Sequence[Concept], normalizer: Normalizer) -> Tuple[List[str], "NameLinks"]:
+def name_table(
+    concepts: Sequence[Concept], normalizer: Normalizer, added: Iterable[Tuple[str, str]] = ()
+) -> Tuple[List[str], "NameLinks"]:
     """Distinct normalized names, and the links from each name row to the concept rows that have it, in
-    TIE_ORDER: the concepts whose canonical name it is before those that have it as a synonym."""
+    TIE_ORDER: the concepts whose canonical name it is before those that have it as a synonym. `added`: (concept id,
+    name) pairs that come first on their names, the most often given first, as `ConceptIndex.add_names` puts them
+    (the names must be among the concepts' own: the string baselines give the biosyn protocol's extra names so)."""
     name_rows: Dict[str, int] = {}
     pair_names: List[int] = []
     pair_concepts: List[int] = []
-    pair_synonym: List[bool] = []
+    pair_rank: List[int] = []  # 0 canonical, 1 synonym; an added pair minus the times it was given
     for concept_row, concept in enumerate(concepts):
         for position, name in enumerate(concept.names):
             key = normalizer(name)
             if key:
                 pair_names.append(name_rows.setdefault(key, len(name_rows)))
                 pair_concepts.append(concept_row)
-                pair_synonym.append(position > 0)
+                pair_rank.append(int(position > 0))
+    row_of = {concept.id: row for row, concept in enumerate(concepts)}
+    given: Dict[Tuple[int, int], int] = {}  # times each (name row, concept row) is given, in the order first given
+    for concept_id, name in added:
+        key = normalizer(name)
+        if key in name_rows and concept_id in row_of:
+            pair = (name_rows[key], row_of[concept_id])
+            given[pair] = given.get(pair, 0) + 1
+    first = list(given)  # before the concepts' own pairs: from_pairs keeps a pair's first occurrence
     links = NameLinks.from_pairs(
-        numpy.array(pair_names, "int64"), numpy.array(pair_concepts, "int64"), len(name_rows), numpy.array(pair_synonym, "int64")
+        numpy.array([name for name, _ in first] + pair_names, "int64"),
+        numpy.array([concept for _, concept in first] + pair_concepts, "int64"),
+        len(name_rows),
+        numpy.array([-given[pair] for pair in first] + pair_rank, "int64"),
     )
     return list(name_rows), links
 

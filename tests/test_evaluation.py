@@ -141,6 +141,28 @@ def test_exact_match_ranks_a_shared_name_as_the_linker_does():
     ]
 
 
+def test_the_biosyn_baselines_break_a_shared_names_tie_as_the_encoders_index_does(tiny_bert):
+    """The biosyn protocol's training names come first on their names in the encoder's index (ConceptIndex.add_names),
+    the most often given first; the string baselines appended them as synonyms, so the vocabulary's canonical owner
+    won the tie (found by an audit: NCBI-disease test's exact-match biosyn acc@1 was 5.9 points low)."""
+    from spacy_sapbert.encoder import Encoder
+    from spacy_sapbert.evaluation import LinkerRetriever, build_encoder_index
+
+    concepts = [Concept("B", "DM", ["diabetes mellitus"]), Concept("A", "Dystrophia myotonica"), Concept("C", "dm type 2")]
+    mentions = [EvalMention("DM", "A", ["DM"]), EvalMention("dm type 2", "A", ["dm type 2"])]
+    extra = [("A", "dm"), ("A", "DM"), ("C", "dm type 2"), ("A", "dm type 2"), ("A", "dm type 2")]
+    normalizer = Preprocessing().normalizer
+    encoder = Encoder(tiny_bert, device="cpu")
+    systems = [
+        System("exact", lambda d: NormalizedBaseline(ExactMatchRetriever, normalizer, d)),
+        System("tfidf", lambda d: NormalizedBaseline(TfidfRetriever, normalizer, d)),
+        System("encoder", lambda d: LinkerRetriever("tiny", encoder, build_encoder_index(encoder, d, normalizer=normalizer))),
+    ]
+    results = run_protocols(systems, concepts, mentions, extra, progress=False)
+    assert {name: rows["biosyn"]["acc@1"] for name, rows in results.items()} == {"exact": 1.0, "tfidf": 1.0, "encoder": 1.0}
+    assert results["exact"]["strict"]["acc@1"] == 0.0
+
+
 def test_bc5cdr_listed_composite_parts_are_searched_and_scored():
     """BC5CDR lists a composite's parts by hand; they, not the mention or the coordination rule, are the queries."""
     from spacy_sapbert.readers.corpora import read_pubtator
@@ -292,7 +314,7 @@ def test_a_systems_retriever_is_released_before_the_next_is_built():
 
     names = [f"exact {i}" for i in range(3)]
     results = run_protocols([System(name, maker(name)) for name in names], concepts, mentions, [("D2", "liver tumour")], progress=False)
-    assert len(made) == 6 and all(results[name]["biosyn"]["acc@1"] == 1.0 for name in names)
+    assert len(made) == 3 and all(results[name]["biosyn"]["acc@1"] == 1.0 for name in names)  # biosyn adds to it
 
 
 def test_misses_name_system_protocol_gold_and_the_candidates_ranked_above_it():

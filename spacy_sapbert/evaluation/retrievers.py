@@ -11,7 +11,7 @@ from ..index import Candidate, ConceptIndex, name_table
 from ..kb import Concept
 from ..memory import MemorySettings
 from ..normalizer import Normalizer
-from .dictionaries import normalized_concepts
+from .dictionaries import normalized_concepts, with_extra_names
 from .ranks import KS
 
 if TYPE_CHECKING:
@@ -23,10 +23,16 @@ class ExactMatchRetriever:
 
     name = "exact match"
 
-    def __init__(self, concepts: Sequence[Concept]):
-        self.ids = [concept.id for concept in concepts]
-        names, self.links = name_table(concepts, Normalizer(lowercase=False))
+    def __init__(self, concepts: Sequence[Concept], added: Sequence[Tuple[str, str]] = ()):
+        self.concepts = list(concepts)
+        self.ids = [concept.id for concept in self.concepts]
+        names, self.links = name_table(self.concepts, Normalizer(lowercase=False), added)
         self.rows = {name: row for row, name in enumerate(names)}
+
+    def add_names(self, extra: Iterable[Tuple[str, str]]) -> None:
+        """The biosyn protocol's extra (id, name) pairs, first on their names as the encoder's index puts them."""
+        extra = list(extra)
+        self.__init__(with_extra_names(self.concepts, extra), extra)
 
     def rank(self, texts: Sequence[str], k: int) -> List[List[Candidate]]:
         rows = [self.rows.get(text) for text in texts]
@@ -42,15 +48,21 @@ class TfidfRetriever:
 
     name = "tf-idf char 3-grams"
 
-    def __init__(self, concepts: Sequence[Concept], chunk: int = 256):
+    def __init__(self, concepts: Sequence[Concept], chunk: int = 256, added: Sequence[Tuple[str, str]] = ()):
         TfidfVectorizer = require("sklearn.feature_extraction.text").TfidfVectorizer
 
         self.concepts = list(concepts)
         self.ids = [concept.id for concept in self.concepts]
-        names, self.links = name_table(self.concepts, Normalizer(lowercase=False))
+        names, self.links = name_table(self.concepts, Normalizer(lowercase=False), added)
         self.vectorizer = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 3), dtype=numpy.float32)
         self.matrix = self.vectorizer.fit_transform(names).T.tocsr()
         self.chunk = chunk
+
+    def add_names(self, extra: Iterable[Tuple[str, str]]) -> None:
+        """The biosyn protocol's extra (id, name) pairs, first on their names as the encoder's index puts them (the
+        TF-IDF weights are fitted again over all names)."""
+        extra = list(extra)
+        self.__init__(with_extra_names(self.concepts, extra), self.chunk, extra)
 
     def rank(self, texts: Sequence[str], k: int) -> List[List[Candidate]]:
         """Concepts by their best name's cosine, best first. Equal scores are common (names that are word
@@ -79,6 +91,10 @@ class NormalizedBaseline:
 
     def rank(self, texts: Sequence[str], k: int) -> List[List[Candidate]]:
         return self.retriever.rank([self.normalizer.query(text) for text in texts], k)
+
+    def add_names(self, extra: Iterable[Tuple[str, str]]) -> None:
+        """The biosyn protocol's extra (id, name) pairs, normalized as the concepts' names are."""
+        self.retriever.add_names([(concept_id, key) for concept_id, key in ((i, self.normalizer(n)) for i, n in extra) if key])
 
 
 def evaluation_linker(encoder, index: ConceptIndex, memory_settings: Optional[MemorySettings] = None):
