@@ -20,7 +20,7 @@ from .columns import HashLookup, StringColumn, arrays_from_msg, arrays_to_msg, l
 from .io import atomic_write, atomic_write_text, save_npy
 from .kb import Concept, ConceptTable, KnowledgeBase
 from .normalizer import Normalizer
-from .preprocess import bare_mesh_id
+from .preprocess import bare_id
 
 # 2: meta.json records the encoder fingerprint, pooling, max_length and the vocabulary hash.
 # 3: and the Normalizer (lowercase, remove_punctuation, spelling corrections) that made the names.
@@ -378,10 +378,10 @@ class ConceptIndex:
         )
 
     def concept(self, concept_id: str) -> Optional[Concept]:
-        """The concept with this primary or alternative id ("MESH:D003920" is D003920, as the readers name it), or None."""
+        """The concept with this primary or alternative id ("MESH:D003920" is D003920 and "UMLS:C0011849" C0011849, as the readers name them), or None."""
         concept = self.concepts.get(concept_id)
-        if concept is None and bare_mesh_id(concept_id) != concept_id:
-            concept = self.concepts.get(bare_mesh_id(concept_id))
+        if concept is None and bare_id(concept_id) != concept_id:
+            concept = self.concepts.get(bare_id(concept_id))
         return concept
 
     def add_names(self, names_by_id: Iterable[Tuple[str, str]], encode, *, new_concepts: bool = False) -> int:

@@ -51,8 +51,8 @@ CUILESS = frozenset({"-1", "-", "CUI-less", "CUI-LESS", "cui-less", "NIL"})
 
 def gold_ids(gold: str) -> Set[str]:
     """The individual ids of a raw gold string, split on "|" (composite), "+" (combination) and ","
-    (NLM-Chem's several ids); whitespace stripped, empty parts dropped, a "MESH:" prefix removed
-    (vocabularies here keep MeSH ids bare, as NCBI-disease and BC5CDR mostly write them).
+    (NLM-Chem's several ids); whitespace stripped, empty parts dropped, a "MESH:" or "UMLS:" prefix removed
+    (vocabularies here keep MeSH and UMLS ids bare, as NCBI-disease and BC5CDR mostly write them).
 
     For "any shared id counts" scoring a prediction is right when ``pred_ids & gold_ids(gold)``.
     A cui-less part of a composite ("D002544|-1") is dropped; a wholly cui-less gold is returned as
@@ -63,14 +63,19 @@ def gold_ids(gold: str) -> Set[str]:
     >>> sorted(gold_ids("MESH:C535662|-1"))
     ['C535662']
     """
-    parts = {bare_mesh_id(part.strip()) for part in _ID_SEPARATORS.split(gold) if part.strip()}
+    parts = {bare_id(part.strip()) for part in _ID_SEPARATORS.split(gold) if part.strip()}
     concepts = {part for part in parts if part not in CUILESS}
     return concepts or parts
 
 
-def bare_mesh_id(gold_id: str) -> str:
-    """An id without its "MESH:" prefix (MEDIC and PubTator write one; the readers name MeSH concepts without it)."""
-    return gold_id[5:] if gold_id[:5].upper() == "MESH:" else gold_id
+BARE_PREFIXES = ("MESH", "UMLS")  # the readers name these concepts without a prefix
+
+
+def bare_id(gold_id: str) -> str:
+    """An id without a "MESH:" or "UMLS:" prefix (MEDIC, PubTator and MedMentions write one; the readers name MeSH
+    and UMLS concepts without it: "UMLS:C0010674" is C0010674)."""
+    prefix, colon, local = gold_id.partition(":")
+    return local.strip() if colon and local.strip() and prefix.strip().upper() in BARE_PREFIXES else gold_id
 
 
 def is_composite(gold: str) -> bool:
@@ -98,7 +103,7 @@ def resolve_gold_id(gold: str, primary_id: Callable[[str], Optional[str]]) -> Tu
     if "+" in gold:
         return None, "combination"
     wanted = gold_ids(gold)
-    in_order = [bare_mesh_id(part.strip()) for part in _ID_SEPARATORS.split(gold)]  # as written ("D12|D1": D12 first)
+    in_order = [bare_id(part.strip()) for part in _ID_SEPARATORS.split(gold)]  # as written ("D12|D1": D12 first)
     for part in dict.fromkeys(part for part in in_order if part in wanted):
         primary = primary_id(part)
         if primary is not None:

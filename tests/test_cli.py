@@ -336,6 +336,16 @@ def test_inputs_that_leave_nothing_are_errors_and_an_earlier_output_stays(built_
     assert result.exit_code == 1 and error_line(result) == "error: --max-pairs, --seed do not apply with --corpus"
     result = runner.invoke(app, ["pairs", str(earlier), str(tmp_path / "pairs.txt"), "--labels", "Disease"])
     assert result.exit_code == 1 and error_line(result) == "error: --labels does not apply without --corpus"
+    result = runner.invoke(app, ["pairs", str(earlier), str(tmp_path / "pairs.txt"), "--composites", "skip"])
+    assert result.exit_code == 1 and error_line(result) == "error: --composites does not apply without --corpus"
+    result = runner.invoke(app, fine_tune + ["--composites", "split"])
+    assert result.exit_code == 1 and error_line(result) == "error: --composites is 'split'; use 'parts' or 'skip'"
+    result = runner.invoke(app, ["pairs", str(earlier), str(tmp_path / "pairs.txt"), "--max-pairs", "-1"])
+    assert result.exit_code == 1 and error_line(result) == "error: --max-pairs is -1; give 0 (every pair) or more"
+    (tmp_path / "vocab.txt").write_text("D7||liver disease\n", encoding="utf8")
+    result = runner.invoke(app, fine_tune)  # the one mention's gold is not in it: the counts say why nothing is written
+    assert result.exit_code == 1 and "no fine-tuning pair from its 1 mentions" in error_line(result)
+    assert "1 ids not in the vocabulary" in error_line(result)
     assert not (tmp_path / "pairs.txt").exists()
     vocab = str(tmp_path / "vocab.txt")
     for args in (["evaluate", str(corpus), "--vocab", vocab, "--label", "Disease"],

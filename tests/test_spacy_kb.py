@@ -108,6 +108,8 @@ def test_a_linker_copied_with_source_is_named_as_the_cause(cold_nlp):
         ("C1+C2", (None, "combination")),
         ("-1", (None, "no_concept")),
         ("D9", (None, "unknown")),
+        ("UMLS:C1", ("C1", "kept")),  # MedMentions' golds; the readers name UMLS concepts bare
+        ("MESH:D9|umls:C2", ("C2", "kept")),
     ],
 )
 def test_resolve_gold_id(gold, expected):

@@ -187,8 +187,31 @@ def test_finetune_pairs_from_pubtator(tmp_path):
         ("D010", "breast cancer", "breast carcinoma"),
         ("D011", "ovarian cancer", "ovary cancer"),
     ]
-    assert stats == {"mentions": 6, "used": 2, "cuiless": 1, "combination": 1, "composite_skipped": 1, "unknown_id": 1}
+    assert stats == {"mentions": 6, "used": 2, "cuiless": 1, "combination": 1, "composite_skipped": 1, "unknown_id": 1, "cuiless_part": 0}
     assert len(finetune_pairs(read_pubtator(corpus), kb, composites="skip")) == 2
+
+
+def test_finetune_pairs_read_prefixed_golds_bare_and_count_a_parts_missing_concept(tmp_path):
+    """MedMentions writes "UMLS:C..." and PubTator "MESH:D..." golds, the readers name those concepts bare: every
+    MedMentions mention was "not in the vocabulary" (found by an audit). A "-1" part of a composite names no concept."""
+    text = "Mucoviscidosis and naloxone. Breast and skin lesions."
+    corpus = tmp_path / "train.pubtator"
+    corpus.write_text(
+        f"1|t|{text}\n1|a|\n"
+        f"1\t0\t14\tMucoviscidosis\tDisease\tUMLS:C0010674\n"
+        f"1\t19\t27\tnaloxone\tChemical\tMESH:D009270\n"
+        f"1\t29\t52\tBreast and skin lesions\tDisease\tD001|-1\tBreast lesions|skin lesions\n\n",
+        encoding="utf8",
+    )
+    kb = KnowledgeBase([
+        Concept("C0010674", "Cystic fibrosis"), Concept("D009270", "Naloxone", ["narcan"]), Concept("D001", "Breast disease"),
+    ])
+    stats = {}
+    pairs = finetune_pairs(read_pubtator(corpus), kb, stats=stats)
+    assert pairs == [
+        ("C0010674", "mucoviscidosis", "cystic fibrosis"), ("D009270", "naloxone", "narcan"), ("D001", "breast lesions", "breast disease"),
+    ]
+    assert stats["unknown_id"] == 0 and stats["cuiless_part"] == 1 and stats["used"] == 3
 
 
 def test_malformed_pairs_line_names_file_and_line(tmp_path, tiny_bert):

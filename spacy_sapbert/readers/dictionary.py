@@ -12,7 +12,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 from ..kb import Concept, unique
 from . import LinePolicy, MalformedLine, PathLike, check_file, numbered_lines
-from .relations import BARE_PREFIXES
+from ..preprocess import bare_id
 
 _OMIM_NUMBER = re.compile(r"[0-9]+")
 
@@ -21,10 +21,7 @@ def normalize_dictionary_id(raw: str) -> str:
     """A dictionary id as the readers name concepts: bare OMIM numbers prefixed ("145250" -> "OMIM:145250"), and
     MeSH and UMLS ids bare ("MESH:D000001" -> "D000001"; a gold "MESH:D000001" is compared as D000001)."""
     raw = raw.strip()
-    prefix, colon, local = raw.partition(":")
-    if colon and local.strip() and prefix.upper() in BARE_PREFIXES:
-        return local.strip()
-    return f"OMIM:{raw}" if _OMIM_NUMBER.fullmatch(raw) else raw
+    return f"OMIM:{raw}" if _OMIM_NUMBER.fullmatch(raw) else bare_id(raw)
 
 
 def parse_dictionary_line(line: str) -> Optional[Tuple[List[str], List[str]]]:

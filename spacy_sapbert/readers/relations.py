@@ -18,6 +18,7 @@ from collections import Counter
 from typing import Dict, Iterable, Iterator, List, Tuple
 
 from ..kb import Concept
+from ..preprocess import BARE_PREFIXES
 from . import LinePolicy, MalformedLine, PathLike, check_file, numbered_lines
 from .obo import curie_from_iri, normalize_xref, parse_tag_value, strip_comment
 from .umls import read_mrrel  # noqa: F401  (the UMLS relations, re-exported beside the open ones)
@@ -28,7 +29,6 @@ __all__ = [
 ]
 
 Triple = Tuple[str, str, str]
-BARE_PREFIXES = ("MESH", "UMLS")  # the readers name these concepts without a prefix
 TREE_NUMBER = re.compile(r"^[A-Z]\d\d(\.\d{3})*$")  # a MeSH tree number ("C04.557.337")
 
 

@@ -163,9 +163,14 @@ def pairs_command(
     from .pairs import finetune_pairs, save_pairs, write_pairs
 
     check_file_outputs(files[-1], inputs=[*files[:-1], corpus, vocab, *translations])
+    if composites not in ("parts", "skip"):
+        raise SapbertError(f"--composites is {composites!r}; use 'parts' or 'skip'")
+    if max_pairs is not None and max_pairs < 0:
+        raise SapbertError(f"--max-pairs is {max_pairs}; give 0 (every pair) or more")
     given = {"--max-pairs": max_pairs is not None, "--seed": seed is not None, "--translations": bool(translations),
-             "--vocab": vocab is not None, "--labels": labels is not None}
-    ignored = [name for name in (("--max-pairs", "--seed", "--translations") if corpus else ("--vocab", "--labels")) if given[name]]
+             "--vocab": vocab is not None, "--labels": labels is not None, "--composites": composites != "parts"}
+    ignored = [name for name in (("--max-pairs", "--seed", "--translations") if corpus else ("--vocab", "--labels", "--composites"))
+               if given[name]]
     if ignored:  # they would be accepted and have no effect
         raise SapbertError(f"{', '.join(ignored)} {'do' if len(ignored) > 1 else 'does'} not apply {'with' if corpus else 'without'} --corpus")
     if corpus is not None:
@@ -183,13 +188,14 @@ def pairs_command(
             read_pubtator(corpus, strict=strict), kb, labels=_split(labels), composites=composites,
             lowercase=lowercase, stats=stats,
         )
-        count = save_pairs(files[0], pairs)
-        typer.echo(
-            f"{count} pairs from {stats['used']} of {stats['mentions']} mentions written to {files[0]} "
-            f"(skipped: {stats['cuiless']} without concept, {stats['combination']} combinations, "
-            f"{stats['composite_skipped']} composites, {stats['unknown_id']} ids not in the vocabulary)",
-            err=True,
+        skipped = (
+            f"skipped: {stats['cuiless']} without concept, {stats['combination']} combinations, {stats['composite_skipped']} "
+            f"composites, {stats['unknown_id']} ids not in the vocabulary, {stats['cuiless_part']} composite parts without concept"
         )
+        if not pairs:
+            raise SapbertError(f"{corpus}: no fine-tuning pair from its {stats['mentions']} mentions over {vocab} ({skipped})")
+        count = save_pairs(files[0], pairs)
+        typer.echo(f"{count} pairs from {stats['used']} of {stats['mentions']} mentions written to {files[0]} ({skipped})", err=True)
         return
     if len(files) != 2:
         raise SapbertError("give the SYNONYMS file and the OUTPUT pairs file (or --corpus, --vocab and OUTPUT)")

@@ -269,18 +269,19 @@ def finetune_pairs(
       the corpus lists (BC5CDR's 7th column) when their number equals the number of ids, and part i is
       paired with concept i; otherwise the mention is skipped (a heuristic split could pair wrong text
       with a concept). composites="skip" skips every composite;
-    * golds not in the vocabulary are skipped.
+    * golds not in the vocabulary are skipped (a "MESH:" or "UMLS:" prefix is read bare, as the readers name
+      those concepts), and so is a composite's part without concept ("D002544|-1").
 
     Mentions and names are cleaned like the pretraining names (lowercased by default); a mention that
     equals the name is no pair; exact duplicate pairs are kept once (first-seen order). `stats`, when a
     dict, receives counts of used and skipped mentions.
     """
-    from ..preprocess import is_cuiless
+    from ..preprocess import bare_id, is_cuiless
 
     if composites not in ("parts", "skip"):
         raise SapbertError(f"composites={composites!r}: use 'parts' or 'skip'")
     wanted = None if labels is None else set(labels)
-    counts = {"mentions": 0, "used": 0, "cuiless": 0, "combination": 0, "composite_skipped": 0, "unknown_id": 0}
+    counts = {"mentions": 0, "used": 0, "cuiless": 0, "combination": 0, "composite_skipped": 0, "unknown_id": 0, "cuiless_part": 0}
     seen = set()
     out: List[Pair] = []
     for doc in documents:
@@ -305,7 +306,10 @@ def finetune_pairs(
                 items = [(mention.text, gold)]
             used = False
             for text, concept_id in items:
-                concept = _lookup(concepts_by_id, concept_id)
+                if is_cuiless(concept_id):  # "D002544|-1": that part names no concept
+                    counts["cuiless_part"] += 1
+                    continue
+                concept = _lookup(concepts_by_id, bare_id(concept_id))
                 if concept is None:
                     counts["unknown_id"] += 1
                     continue
