@@ -140,6 +140,30 @@ def test_umls_tradenames_are_appended_not_overwritten(umls_dir):
     assert "aspirine" in all_languages["C0000001"] and "C0000005" in all_languages
 
 
+def test_an_mrconso_not_sorted_by_cui_is_refused_by_extract_and_nothing_is_written(umls_dir, cli_app):
+    """Unsorted, a CUI's rows make two concepts, so two synonyms lines of one name each: no pair, no error (found by
+    an audit). The file is refused where the CUI goes back; the earlier output stays."""
+    from typer.testing import CliRunner
+
+    runner = CliRunner()
+    mrconso = umls_dir / "MRCONSO.RRF"
+    mrconso.write_text(
+        conso("C0000001", "ENG", "Heart attack", "Y", "P", "PF") + conso("C0000002", "ENG", "Fever", "Y", "P", "PF")
+        + conso("C0000001", "ENG", "Myocardial infarction"), encoding="utf8",
+    )
+    output = umls_dir / "synonyms.txt"
+    output.write_text("C9||earlier\n", encoding="utf8")
+    result = runner.invoke(cli_app, ["extract", "--mrconso", str(mrconso), "-o", str(output)])
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines()[-1] == (
+        f"error: {mrconso}: CUI C0000001 comes after C0000002: the file is not sorted by CUI, as MRCONSO.RRF is released; "
+        "sort it first (LC_ALL=C sort -t'|' -k1,1 -s)"
+    )
+    assert output.read_text(encoding="utf8") == "C9||earlier\n"
+    result = runner.invoke(cli_app, ["extract", "--mrconso", str(mrconso), "--languages", "SPA", "-o", str(output)])
+    assert result.exit_code == 1 and f"error: {output}: no concept with a name to write" in result.output  # not its temporary file
+
+
 def test_umls_semantic_types_merge_join_and_unsorted_fallback(umls_dir):
     mrconso, mrsty = umls_dir / "MRCONSO.RRF", umls_dir / "MRSTY.RRF"
     types = {c.id: c.types for c in umls_concepts(mrconso, mrsty=mrsty)}

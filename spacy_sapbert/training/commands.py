@@ -123,7 +123,7 @@ def extract_command(
     from ..io import atomic_outputs
 
     with atomic_outputs(output, name_languages) as (synonyms_file, languages_file):  # both, or neither
-        count = write_synonyms(synonyms_file, recorded(extract_synonyms(concepts, lowercase=lowercase)))
+        count = write_synonyms(synonyms_file, recorded(extract_synonyms(concepts, lowercase=lowercase)), shown_as=output)
         if name_languages is not None:
             from ..readers.umls import read_mrconso_languages
             from .extract import name_languages as languages_of_names, write_name_languages

@@ -99,10 +99,11 @@ def write_name_languages(path: PathLike, items: Iterable[Tuple[str, str, str]]) 
     return dict(sorted(counts.items()))
 
 
-def write_synonyms(path: PathLike, items: Iterable[Tuple[str, Sequence[str]]]) -> int:
+def write_synonyms(path: PathLike, items: Iterable[Tuple[str, Sequence[str]]], shown_as: Optional[PathLike] = None) -> int:
     """Write ``ID||name|name|...`` lines atomically (temporary file renamed into place); the line count.
 
     `items` is streamed (e.g. ``extract_synonyms(...)``), so the whole vocabulary is never in memory.
+    `shown_as`: the path an error names (the output, when `path` is its temporary file).
     """
     count = 0
 
@@ -119,7 +120,7 @@ def write_synonyms(path: PathLike, items: Iterable[Tuple[str, Sequence[str]]]) -
                 out.write(f"{concept_id}||{'|'.join(names)}\n")
                 count += 1
         if not count:  # an earlier output at `path` stays as it was
-            raise SapbertError(f"{path}: no concept with a name to write; check the vocabulary and the filters (languages, sources, semantic types)")
+            raise SapbertError(f"{shown_as or path}: no concept with a name to write; check the vocabulary and the filters (languages, sources, semantic types)")
 
     atomic_write(path, writer)
     return count
@@ -230,12 +231,13 @@ def umls_concepts(
     mrrel: MRREL.RRF; for each has_tradename / tradename_of pair the names of each concept are appended
     to the synonyms of the other (the concept keeps its own names and canonical name).
     semantic_types: keep only concepts with at least one of these TUIs (needs `mrsty`).
+    A file not sorted by CUI is refused where a CUI goes back (each concept is one line of the synonyms file).
     """
     mrconso = check_file(mrconso)
     mrsty_path = check_file(mrsty) if mrsty is not None else None
     mrrel_path = check_file(mrrel) if mrrel is not None else None
     if semantic_types is not None and mrsty_path is None:
-        raise VocabularyFormatError(str(mrconso), None, "filtering by semantic types needs MRSTY.RRF (mrsty=...)")
+        raise VocabularyFormatError(str(mrconso), None, "filtering by semantic types needs MRSTY.RRF (--mrsty)")
     wanted_types = frozenset(semantic_types) if semantic_types is not None else None
 
     def read() -> Iterator[Concept]:
@@ -258,7 +260,15 @@ def umls_concepts(
         concepts: Iterable[Concept] = read()  # pass 3 (or the only pass): streamed output
         if mrsty_path is not None:
             concepts = _with_types(concepts, mrsty_path, strict)
+        previous = ""
         for concept in concepts:
+            if concept.id <= previous:  # an unsorted file splits a CUI's names over several lines: fewer pairs, no error
+                raise VocabularyFormatError(
+                    str(mrconso), None,
+                    f"CUI {concept.id} comes after {previous}: the file is not sorted by CUI, as MRCONSO.RRF is released; "
+                    "sort it first (LC_ALL=C sort -t'|' -k1,1 -s)",
+                )
+            previous = concept.id
             if wanted_types is not None and not wanted_types.intersection(concept.types):
                 continue
             others = partners.get(concept.id)
