@@ -305,11 +305,11 @@ class SapbertLinker(Pipe):
         self.threshold = threshold
         self.labels = set(labels)
         self.types = tuple(types)
-        for label in types_by_label or {}:  # config.cfg reads "a:b = [...]" in a section as the key "a"
-            if ":" in label or "=" in label:
+        for label in types_by_label or {}:
+            if not label_survives_config(label):
                 raise SapbertError(
-                    f"sapbert_linker config key `types_by_label` has the label {label!r}: a label with ':' or '=' cannot be "
-                    "saved in a config.cfg section; rename the label"
+                    f"sapbert_linker config key `types_by_label` has the label {label!r}, which a config.cfg section does "
+                    "not read back as it was (':', '=', a leading '#', ';' or '[', outer spaces, empty); rename the label"
                 )
         self.types_by_label = {label: tuple(allowed) for label, allowed in (types_by_label or {}).items()}
         self.sources = tuple(sources)
@@ -934,6 +934,18 @@ def bytes_folder(data: bytes) -> Iterator[Path]:
         yield tmp
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def label_survives_config(label: str) -> bool:
+    """Whether a key of a config section (`types_by_label`'s label) reads back from config.cfg as it was written:
+    "a:b", "#X", ";X", "[X]" and " X" do not, and a pipeline saved with one would link that label otherwise."""
+    from thinc.api import Config
+
+    try:
+        written = Config({"section": {label: [0]}}).to_str()
+        return Config().from_str(written, interpolate=False)["section"] == {label: [0]}
+    except Exception:  # noqa: BLE001 - thinc refuses some keys outright (the empty one)
+        return False
 
 
 def is_linkable(text: str) -> bool:

@@ -599,13 +599,22 @@ def test_linking_keeps_the_ner_annotation_of_tokens_outside_entities(linker_nlp)
     assert doc.ents[0].kb_id_ and doc.ents[0]._.kb_ents
 
 
-@pytest.mark.parametrize("label", ["a:b", "x=y"])
+@pytest.mark.parametrize("label", ["a:b", "x=y", "#Chem", ";X", "[Y]", " X", "X ", ""])
 def test_a_types_by_label_label_that_a_config_cfg_cannot_hold_is_refused_at_add_pipe(tiny_bert, label):
-    """Linked and saved, such a pipeline could not be loaded again (the section read "a:b = [...]" as the key "a")."""
+    """Linked and saved, such a pipeline could not be loaded again (the section read "a:b = [...]" as the key "a"), or
+    loaded without that label's types ("#Chem" is a comment; " X" comes back as "X"): other links, no error."""
+    import re
+
     import spacy
 
-    with pytest.raises(SapbertError, match=f"`types_by_label` has the label '{label}'"):
+    with pytest.raises(SapbertError, match=re.escape(f"`types_by_label` has the label {label!r}")):
         spacy.blank("en").add_pipe("sapbert_linker", config={"model": tiny_bert, "device": "cpu", "types_by_label": {label: ["T191"]}})
+
+
+def test_labels_that_a_config_cfg_reads_back_are_kept():
+    from spacy_sapbert.linker import label_survives_config
+
+    assert all(label_survives_config(label) for label in ("Chemical", "B-PER", "x.y", "x y", "Ä", "a'b", "%x", "1"))
 
 
 def test_an_exact_name_wins_its_tie_with_names_cut_alike_at_max_length(tiny_bert):
