@@ -253,6 +253,15 @@ def test_malformed_pairs_line_names_file_and_line(tmp_path, tiny_bert):
         assert len(pairs) == 2 and pairs[1] == ("C3", "x", "y")
 
 
+def test_a_byte_order_mark_is_not_part_of_the_first_pairs_id(tmp_path):
+    """An editor's BOM made the first line's id "\\ufeffC1", a class of its own beside C1 (found by an audit)."""
+    path = tmp_path / "pairs.txt"
+    path.write_bytes("\ufeffC1||heart attack||myocardial infarction\r\nC1||heart attack||mi\r\n".encode("utf8"))
+    assert [pair[0] for pair in read_pairs(path)] == ["C1", "C1"]
+    with PairsFile(path) as pairs:
+        assert pairs[0] == ("C1", "heart attack", "myocardial infarction") and pairs[1][0] == "C1"
+
+
 def test_missing_model_is_the_encoder_error(tmp_path):
     pairs = tmp_path / "pairs.txt"
     pairs.write_text("C1||a||b\n", encoding="utf8")

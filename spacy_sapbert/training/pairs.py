@@ -174,8 +174,16 @@ def read_pairs(path: PathLike) -> Iterator[Pair]:
     return lines()
 
 
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def _bom_length(line_no: int, raw: bytes) -> int:
+    """How many bytes of a first line are a UTF-8 byte order mark (an editor's; it is not part of the id)."""
+    return len(UTF8_BOM) if line_no == 1 and raw.startswith(UTF8_BOM) else 0
+
+
 def _decode_pair(path: Path, line_no: int, raw: bytes) -> Optional[Pair]:
-    raw = raw.rstrip(b"\r\n")
+    raw = raw[_bom_length(line_no, raw):].rstrip(b"\r\n")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -205,7 +213,7 @@ class PairsFile:
             for line_no, raw in enumerate(handle, 1):
                 digest.update(raw)
                 if _decode_pair(self.path, line_no, raw) is not None:
-                    offsets.append(position)
+                    offsets.append(position + _bom_length(line_no, raw))
                     ends.append(position + len(raw))
                 position += len(raw)
         if not offsets:
