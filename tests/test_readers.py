@@ -320,6 +320,13 @@ def test_obo_terms_synonyms_xrefs(tmp_path):
     assert "TO:0000002" in with_obsolete
 
 
+def test_an_obo_names_trailing_comment_is_not_part_of_it(tmp_path):
+    """OBO: an unescaped "!" after a space starts a comment; it was kept in the name (found by an audit)."""
+    text = "format-version: 1.2\n\n[Term]\nid: X:1\nname: alpha ! a comment\n\n[Term]\nid: X:2\nname: beta \\! gamma\n"
+    concepts = by_id(read_obo(write(tmp_path, "c.obo", text)))
+    assert concepts["X:1"].name == "alpha" and concepts["X:2"].name == "beta ! gamma"
+
+
 def test_obo_malformed_lines(tmp_path):
     text = OBO_TEXT.replace('synonym: "other thing" RELATED [PMID:1]', "synonym: other thing RELATED").replace(
         "name: Other", "this line has no tag"

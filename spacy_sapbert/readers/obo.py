@@ -94,6 +94,12 @@ def strip_comment(value: str) -> str:
     return value.strip()
 
 
+def without_comment(value: str) -> str:
+    """A free-text value (a name) without a trailing "! comment" (an escaped "\\!" is text)."""
+    cut = value.find(" !")
+    return value if cut == -1 else value[:cut]
+
+
 def parse_tag_value(line: str) -> Tuple[str, str]:
     """(tag, value) of an OBO `tag: value` line."""
     tag, sep, value = line.partition(":")
@@ -138,7 +144,7 @@ def apply_tag(term: _Term, tag: str, value: str) -> None:
     if tag == "id":
         term.id = _non_empty(tag, strip_comment(value))
     elif tag == "name":
-        term.name = _non_empty(tag, unescape(value).strip())
+        term.name = _non_empty(tag, unescape(without_comment(value)).strip())
     elif tag in SYNONYM_TAGS:
         text, rest = parse_quoted(value)
         term.synonyms.append((text, synonym_scope(tag, rest)))
