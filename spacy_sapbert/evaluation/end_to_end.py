@@ -145,12 +145,12 @@ def evaluate_end_to_end(
             for m in document.mentions
             if wanted is None or m.label in wanted
         ]
-        left_out = [(m.start, m.end) for m in document.mentions if wanted is not None and m.label not in wanted]
+        left_out = [(m.start, m.end, mapping.get(m.label, m.label)) for m in document.mentions if wanted is not None and m.label not in wanted]
         predictions = []
         for ent in doc.ents:
             if kept_labels is not None and ent.label_ not in kept_labels:  # another type's entity: not scored, as its golds
                 continue
-            if any(start < ent.end_char and ent.start_char < end for start, end in left_out):
+            if any(start < ent.end_char and ent.start_char < end and label == ent.label_ for start, end, label in left_out):
                 continue  # on a gold mention of a type left out, whose label it shares: scored with that type
             ids: frozenset = frozenset()
             if ent.kb_id_:
