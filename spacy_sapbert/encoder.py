@@ -5,6 +5,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -353,6 +354,20 @@ class Encoder:
         save_pretrained(folder, self.model, self.tokenizer)
         if self.backend in ONNX_FILES:
             save_onnx(self, Path(folder))
+
+
+# The files a Hugging Face save_pretrained of a model and its tokenizer writes (weights whole or in shards).
+HF_SAVE_FILES = (
+    r"config\.json|generation_config\.json|model(-\d+-of-\d+)?\.safetensors|model\.safetensors\.index\.json|"
+    r"pytorch_model(-\d+-of-\d+)?\.bin|pytorch_model\.bin\.index\.json|tokenizer\.json|tokenizer_config\.json|"
+    r"special_tokens_map\.json|added_tokens\.json|vocab\.(txt|json)|merges\.txt|spiece\.model|sentencepiece\.bpe\.model|"
+    r"chat_template\.jinja"
+)
+# What `Encoder.save` writes into a pipeline's encoder folder: those, adapter files, an ONNX export and its record.
+OWN_FILE = re.compile(
+    rf"^({HF_SAVE_FILES}|adapter_config\.json|adapter_model\.safetensors|model\.onnx|model-int8\.onnx|onnx_export\.json|"
+    r"sapbert_encoder\.json)$"
+)
 
 
 def save_pretrained(folder: Union[str, Path], model, tokenizer) -> None:

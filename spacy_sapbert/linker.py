@@ -27,7 +27,7 @@ import spacy.util
 from .abbreviations import long_form_of
 from .backends import BACKENDS, ONNX_FILES, ONNX_RUNTIME_REQUIREMENT
 from .chunk_store import DEFAULT_CHUNK_SIZE
-from .encoder import POOLINGS, Encoder, declared_max_length, declared_pooling, resolve_device
+from .encoder import OWN_FILE as ENCODER_FILE, POOLINGS, Encoder, declared_max_length, declared_pooling, resolve_device
 from .errors import ConfigWarning, EncoderLoadError, IndexFormatError, NotInitializedError, SapbertError
 from .index import Candidate, ConceptIndex, check_vector_settings, encoder_settings
 from .index_types import CONFIG_INDEX_TYPES, DEFAULT_NPROBE, DEFAULT_SHORTLIST
@@ -741,10 +741,14 @@ class SapbertLinker(Pipe):
             serializers[MEMORY_DIR] = lambda p: self.memory.to_disk(p)
         if self.reranker is not None:
             serializers[RERANKER_DIR] = lambda p: self.reranker.save(p)
-        # saved over an earlier save: a memory or re-ranker this component no longer has must not come back at load;
-        # its folder goes only when it holds nothing but what that part writes
-        for folder, is_own, what in ((MEMORY_DIR, MEMORY_FILE.match, "a mention memory"), (RERANKER_DIR, RERANKER_FILE.match, "a re-ranker")):
-            if folder not in serializers and folder not in exclude and (path / folder).is_dir():
+        # saved over an earlier save: a memory or re-ranker this component no longer has must not come back at load, nor
+        # an earlier encoder's files that this one does not write (adapters, an ONNX export, other shards); a folder
+        # goes only when it holds nothing but what that part writes
+        for folder, is_own, what, if_saved in (
+            (MEMORY_DIR, MEMORY_FILE.match, "a mention memory", False), (RERANKER_DIR, RERANKER_FILE.match, "a re-ranker", False),
+            (ENCODER_DIR, ENCODER_FILE.match, "an encoder", True),
+        ):
+            if (folder in serializers) == if_saved and folder not in exclude and (path / folder).is_dir():
                 remove_own_folder(path / folder, is_own, what)
         spacy.util.to_disk(path, serializers, exclude)
 

@@ -54,18 +54,14 @@ import numpy
 import torch
 
 from .context import MentionInContext
-from .encoder import check_max_length, load_pretrained, resolve_device, same_encoder, save_pretrained
+from .encoder import HF_SAVE_FILES, check_max_length, load_pretrained, resolve_device, same_encoder, save_pretrained
 from .errors import IndexFormatError, SapbertError
 from .io import atomic_write_text
 from .kb import Concept
 
 META_FILE = "reranker.json"
 # what Reranker.save writes (save_pretrained's files, per member of an ensemble, and META_FILE)
-OWN_FILE = re.compile(
-    r"^(member-\d+/)?(reranker\.json|config\.json|generation_config\.json|model(-\d+-of-\d+)?\.safetensors|"
-    r"model\.safetensors\.index\.json|tokenizer\.json|tokenizer_config\.json|special_tokens_map\.json|"
-    r"added_tokens\.json|vocab\.(txt|json)|merges\.txt)$"
-)
+OWN_FILE = re.compile(rf"^(member-\d+/)?(reranker\.json|{HF_SAVE_FILES})$")
 FORMAT_VERSION = 1
 ENSEMBLE_FORMAT_VERSION = 2  # a folder with `members`: earlier versions cannot read it and say so
 MEMBER_DIR = "member-{}"

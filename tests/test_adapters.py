@@ -133,3 +133,30 @@ def test_a_saved_pipeline_carries_the_adapter_model(adapter_run, tmp_path, toy_c
     queries = ["cardiac failure", "hepatic cancer", "renal disorder"]
     assert numpy.array_equal(ours.encoder.encode(queries), theirs.encoder.encode(queries))
     assert ours.encoder.fingerprint == theirs.encoder.fingerprint == encoder_fingerprint(*reversed(load_pretrained(str(adapter_run))))
+
+
+def test_a_plain_encoder_saved_over_an_adapter_pipeline_leaves_no_adapter_behind(tiny_bert, tmp_path):
+    """nlp.to_disk over a pipeline folder kept the earlier encoder's adapter files, which the load then applied to the
+    new encoder: the pipeline no longer loaded (found by an audit). A file the package does not write stays, refused."""
+    import spacy
+
+    from spacy_sapbert.errors import SapbertError
+    from spacy_sapbert.kb import Concept
+    from spacy_sapbert.pipeline import build_pipeline
+
+    adapted = Encoder(tiny_bert, device="cpu")
+    add_adapters(adapted.model, 2, adapted.fingerprint)
+    save_pretrained(tmp_path / "adapted", adapted.model, adapted.tokenizer)
+    concepts = [Concept("D1", "heart failure"), Concept("D2", "liver cancer")]
+    folder = tmp_path / "pipe"
+    build_pipeline(concepts, str(tmp_path / "adapted"), label=None).to_disk(folder)
+    encoder_dir = folder / "sapbert_linker" / "encoder"
+    assert (encoder_dir / ADAPTER_CONFIG).exists()
+    build_pipeline(concepts, tiny_bert, label=None).to_disk(folder)
+    assert not (encoder_dir / ADAPTER_CONFIG).exists() and not (encoder_dir / ADAPTER_WEIGHTS).exists()
+    linker = spacy.load(folder).get_pipe("sapbert_linker")
+    assert linker.encoder.fingerprint == Encoder(tiny_bert, device="cpu").fingerprint
+    (encoder_dir / "notes.txt").write_text("mine", encoding="utf8")
+    with pytest.raises(SapbertError, match="notes.txt"):
+        build_pipeline(concepts, tiny_bert, label=None).to_disk(folder)
+    assert (encoder_dir / "notes.txt").read_text(encoding="utf8") == "mine"
