@@ -368,6 +368,23 @@ def test_an_overwrite_that_does_not_finish_keeps_the_earlier_run(tmp_path, tiny_
     assert not [p for p in tmp_path.iterdir() if "sapbert-tmp" in p.name]
 
 
+def test_a_run_without_overwrite_or_resume_leaves_a_run_set_aside_alone(tmp_path, tiny_bert, one_thread):
+    """The set-aside run is the last finished one of an --overwrite that did not finish; a plain run into the
+    same (emptied) output asked to replace nothing, yet deleted it when it finished (found by an audit)."""
+    run = tmp_path / "run"
+    assert _train(tmp_path, tiny_bert, run).exit_code == 0
+    weights = (run / "model" / "model.safetensors").read_bytes()
+    bad = tmp_path / "bad.txt"
+    bad.write_text("D1||heart failure\n", encoding="utf8")
+    args = ["train", str(bad), "--model", tiny_bert, "--output", str(run), "--batch-size", "2", "--max-steps", "1", "--no-progress", "--overwrite"]
+    assert runner.invoke(app, args).exit_code == 1
+    previous = tmp_path / ".run.sapbert-previous-run"
+    shutil.rmtree(run)
+    result = _train(tmp_path, tiny_bert, run)
+    assert result.exit_code == 0 and "an earlier run that --overwrite set aside, is kept" in result.output
+    assert (previous / "model" / "model.safetensors").read_bytes() == weights
+
+
 def test_the_set_aside_folder_is_removed_only_when_it_holds_a_run(tmp_path, tiny_bert, one_thread):
     """A folder that happens to have the set-aside name but holds a user's files is neither taken for the earlier run
     nor deleted when a run finishes."""

@@ -35,8 +35,9 @@ def _split(value: Optional[str]) -> Optional[List[str]]:
 def _claimed_run_output(output: Path, resume: bool, overwrite: bool) -> Iterator[None]:
     """Around a training run: refuse an output folder that is not a run of ours, and --resume with --overwrite
     (continue, or start again?). With --overwrite the earlier run is set aside (outputs.set_aside_run) and deleted
-    only when the new run has finished; with --resume what a killed write left (RUN_LEFTOVER) is removed."""
-    from ..outputs import check_run_output, drop_previous_run, remove_run_leftovers, set_aside_run
+    only when the new run, or a --resume of it, has finished; with --resume what a killed write left (RUN_LEFTOVER) is
+    removed. A run with neither leaves a run set aside alone: it did not ask to replace anything."""
+    from ..outputs import check_run_output, drop_previous_run, previous_run_folder, remove_run_leftovers, set_aside_run
 
     if resume and overwrite:
         raise SapbertError("--resume continues the run in the output folder and --overwrite starts it again: pass one of them")
@@ -49,8 +50,10 @@ def _claimed_run_output(output: Path, resume: bool, overwrite: bool) -> Iterator
                 typer.echo(f"the earlier run in {output} is kept at {previous} until this one finishes", err=True)
         elif resume:
             remove_run_leftovers(output)
+        elif previous_run_folder(output).exists():
+            typer.echo(f"{previous_run_folder(output)}, an earlier run that --overwrite set aside, is kept", err=True)
     yield
-    if main:
+    if main and (overwrite or resume):
         drop_previous_run(output)
 
 
