@@ -221,8 +221,8 @@ def run_names(folder: Path) -> Optional[Set[str]]:
 
 def files_not_of_the_run(output: Path) -> List[str]:
     """What the trainers did not write inside a run's folders: an entry of checkpoints/ that is no checkpoint of ours
-    (CHECKPOINT_ENTRY), a file that a folder written whole does not list (its WRITTEN_RECORD), or such a folder that
-    is a symbolic link."""
+    (CHECKPOINT_ENTRY), a file that a folder written whole does not list (its WRITTEN_RECORD), such a folder that
+    is a symbolic link, or a folder moved aside (model.old, checkpoints/last.old) without its record."""
     output = Path(output)
     checkpoints = output / "checkpoints"
     foreign = []
@@ -232,6 +232,8 @@ def files_not_of_the_run(output: Path) -> List[str]:
         folder = output / name
         if folder.is_symlink():
             foreign.append(name)
+        elif name.endswith(".old") and folder.is_dir() and not (folder / WRITTEN_RECORD).is_file():
+            foreign.append(f"{name} (without {WRITTEN_RECORD}: a folder moved aside by this program has one)")
         elif name != "checkpoints" and folder.is_dir():
             foreign += [f"{name}/{file}" for file in unrecorded_files(folder)]
     return foreign

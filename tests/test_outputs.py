@@ -417,6 +417,20 @@ def test_a_user_file_inside_a_runs_folders_stops_overwrite_and_resume(tmp_path, 
     assert _train(tmp_path, tiny_bert, run, "--resume", "--max-steps", "2").exit_code == 0
 
 
+def test_a_model_old_folder_without_its_record_stops_resume_and_overwrite(tmp_path, tiny_bert, one_thread):
+    """The trainers move their model aside as model.old, record included; a model.old without one is someone else's
+    (a copy kept by hand), and --resume's next model write deleted it (found by an audit)."""
+    run = tmp_path / "run"
+    assert _train(tmp_path, tiny_bert, run).exit_code == 0
+    kept = run / "model.old"
+    shutil.copytree(tiny_bert, kept)
+    (kept / "NOTES.txt").write_text("my copy", encoding="utf8")
+    for option in ("--resume", "--overwrite"):
+        refused = _train(tmp_path, tiny_bert, run, option, "--max-steps", "2")
+        assert refused.exit_code == 1 and "model.old (without .sapbert-written.json" in refused.output
+        assert (kept / "NOTES.txt").read_text(encoding="utf8") == "my copy"
+
+
 def test_a_link_named_like_a_leftover_is_left_with_what_it_points_to(tmp_path, tiny_bert, one_thread):
     """remove_run_leftovers deletes the trainers' own temporary files and folders: a symbolic link of such a name is
     not one of them (rmtree refused it mid-resume, and it points at somebody's folder)."""
