@@ -282,3 +282,16 @@ def test_a_resume_whose_base_model_folder_now_holds_other_weights_is_refused(tin
     make_tiny_bert(base, seed=1)
     with pytest.raises(SapbertError, match=r"cannot resume: the run's model changed since the checkpoint"):
         train_dhns(config_for(tiny_task, str(base), tiny_task / "run", epochs=2), resume=True)
+
+
+def test_a_resume_whose_spell_check_file_changed_is_refused(tiny_task, tiny_bert, one_thread):
+    """The spell-check list rewrites the mentions DHNS trains on: recorded by path only, a list edited in place was
+    resumed silently (found by an audit)."""
+    from spacy_sapbert.errors import SapbertError
+
+    spell = tiny_task / "spell.txt"
+    spell.write_text("tumour||tumor\n", encoding="utf8")
+    train_dhns(config_for(tiny_task, tiny_bert, tiny_task / "run", epochs=1, spell_check=str(spell)))
+    spell.write_text("tumour||cancer\n", encoding="utf8")
+    with pytest.raises(SapbertError, match=r"cannot resume: the run's spell_check changed since the checkpoint"):
+        train_dhns(config_for(tiny_task, tiny_bert, tiny_task / "run", epochs=2, spell_check=str(spell)), resume=True)

@@ -284,3 +284,24 @@ def test_a_checkpoint_is_replaced_whole_and_a_damaged_one_is_named(kge_model, tm
     checkpoint.write_bytes(before[: len(before) // 2])
     with pytest.raises(SapbertError, match=r"kge.pt: not a readable checkpoint .*start the run again with --overwrite"):
         train_kge(config, resume=True)
+
+
+def test_a_sap_resume_whose_kge_vectors_changed_is_refused(tmp_path, tiny_bert, kge_embedding, one_thread):
+    """ms-v3's margins come from the KGE vectors: recorded by path only, vectors replaced in place were resumed
+    silently (found by an audit)."""
+    import shutil
+
+    from spacy_sapbert.errors import SapbertError
+    from spacy_sapbert.training.pairs import write_pairs
+    from spacy_sapbert.training.trainer import TrainConfig, train
+
+    pairs = tmp_path / "pairs.txt"
+    write_pairs(pairs, [("HP:0000001", ["heart failure", "cardiac failure"]), ("HP:0000002", ["liver cancer", "hepatoma"])], seed=0)
+    kge = tmp_path / "kge"
+    shutil.copytree(kge_embedding, kge)
+    settings = dict(model=tiny_bert, output=str(tmp_path / "run"), pairs=str(pairs), batch_size=4, loss="ms-v3", kge=str(kge),
+                    device="cpu", progress=False)
+    train(TrainConfig(max_steps=1, **settings))
+    numpy.save(kge / "embeddings.npy", numpy.random.default_rng(1).normal(size=(6, 4)).astype(numpy.float32))
+    with pytest.raises(SapbertError, match=r"cannot resume: the run's kge changed since the checkpoint"):
+        train(TrainConfig(max_steps=2, **settings), resume=True)

@@ -594,3 +594,10 @@ def test_a_resume_over_a_rebuilt_pipeline_or_other_corpora_is_refused(linker_pip
     with pytest.raises(SapbertError, match=r"cannot resume: the run's linker changed since the checkpoint"):
         train_reranker(longer, resume=True)
     assert (tmp_path / "run" / "model" / "reranker.json").read_text() == meta  # the finished run is as it was
+    # the same encoder over another vocabulary mines other groups (found by an audit: it resumed silently)
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sapbert_linker", config={"model": tiny_bert, "device": "cpu", "k": 4}).initialize(vocabulary=CONCEPTS[:-1])
+    shutil.rmtree(linker_pipeline)
+    nlp.to_disk(linker_pipeline)
+    with pytest.raises(SapbertError, match=r"cannot resume: the run's mined_from changed since the checkpoint"):
+        train_reranker(longer, resume=True)

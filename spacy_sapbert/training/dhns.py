@@ -323,7 +323,10 @@ def train_dhns(config: DhnsConfig, resume: bool = False) -> Path:
     # 0.2's DHNS optimizer held every parameter, the unused pooler's too: keep it so its checkpoints resume
     run = TrainingRun.start(
         config, config_file=CONFIG_FILE, resume=resume, freeze_pooler=False, trajectory_keys=TRAJECTORY_KEYS, fixed_keys=FIXED_KEYS,
-        inputs={key: [file_digest(path) for path in getattr(config, key)] for key in ("corpora", "vocab")},
+        inputs={
+            **{key: [file_digest(path) for path in getattr(config, key)] for key in ("corpora", "vocab")},
+            **({"spell_check": file_digest(config.spell_check)} if config.spell_check else {}),
+        },
         progress=lambda state: (state.get("epoch", 0), config.epochs, "epochs"),
     )
     model, tokenizer, device = run.model, run.tokenizer, run.device

@@ -18,11 +18,13 @@ encoder fingerprint and normalizer), ``train_log.jsonl``, ``loss.png``, ``rerank
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import random
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -221,6 +223,18 @@ def epoch_mention_sides(groups: List[Group], linker, context_words: int, seed: i
     ]
 
 
+def mined_from(linker) -> Dict[str, Any]:
+    """What the mined groups depend on besides the encoder and normalizer: the vocabulary, the memory's entries and the
+    search settings (a pipeline rebuilt in place with other ones mines other groups, which a resumed run must not mix)."""
+    memory = sorted(zip(linker.memory.texts, linker.memory.ids)) if linker.memory_active else []
+    settings = {key: getattr(linker, key) for key in ("k", "threshold", "types", "sources")}
+    return {
+        "vocabulary": linker.index.vocabulary_hash,
+        "memory": hashlib.sha256(json.dumps(memory).encode("utf8")).hexdigest()[:16],
+        "settings": json.loads(json.dumps({**settings, "types_by_label": linker.types_by_label, **linker.memory_settings.to_dict()})),
+    }
+
+
 def train_reranker(config: RerankerConfig, resume: bool = False) -> Path:
     """Train a re-ranker for `config.pipeline`'s linker; returns the output model folder."""
     import spacy
@@ -248,7 +262,7 @@ def train_reranker(config: RerankerConfig, resume: bool = False) -> Path:
     trained_on = {**bi_encoder_record(linker.encoder), "normalizer": linker.normalizer.settings()}
     run = RerankerRun.start(
         config, config_file=CONFIG_FILE, resume=resume, trajectory_keys=TRAJECTORY_KEYS, fixed_keys=FIXED_KEYS,
-        inputs={"corpora": [file_digest(path) for path in config.corpora], "linker": trained_on},
+        inputs={"corpora": [file_digest(path) for path in config.corpora], "linker": trained_on, "mined_from": mined_from(linker)},
         progress=lambda state: (state.get("epoch", 0), config.epochs, "epochs"),
     )
     run.trained_on = trained_on

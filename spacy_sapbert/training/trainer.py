@@ -60,6 +60,7 @@ import torch
 from ..encoder import POOLINGS, embed_padded, padded_chunks, resolve_device
 from ..errors import SapbertError
 from ..extras import require
+from ..io import file_digest
 from .checkpoints import CPU_BF16_HELP, find_checkpoint, plot_loss, require_at_least_one
 from .loop import Distributed, TrainingRun, TrainingWarning, distributed
 from .options import setting
@@ -308,6 +309,8 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: Distrib
         if config.max_steps is not None:
             total_steps = min(total_steps, config.max_steps)
         inputs = {"pairs": pairs.digest}
+        if config.kge is not None:  # ms-v3's margins come from its vectors
+            inputs["kge"] = file_digest(config.kge, folder_contents=True)
         run = TrainingRun.start(
             config, config_file=CONFIG_FILE, resume=resume, device=device, ctx=ctx, warmup_steps=config.warmup_steps,
             trajectory_keys=TRAJECTORY_KEYS, fixed_keys=FIXED_KEYS, inputs=inputs,
