@@ -288,7 +288,7 @@ def check_spacy_train_output(output: Path, overwrite: bool) -> None:
 
 def previous_run_folder(output: Path) -> Path:
     """Where `set_aside_run` keeps an earlier run until the run replacing it has finished: a hidden sibling."""
-    output = Path(output)
+    output = Path(output).absolute()  # "." has no name to put beside it
     return output.with_name(f".{output.name}.sapbert-previous-run")
 
 

@@ -417,6 +417,20 @@ def test_a_user_file_inside_a_runs_folders_stops_overwrite_and_resume(tmp_path, 
     assert _train(tmp_path, tiny_bert, run, "--resume", "--max-steps", "2").exit_code == 0
 
 
+def test_a_run_into_the_working_directory_finishes(tmp_path, tiny_bert, one_thread, monkeypatch):
+    """--output . trained, then failed on the name of the folder beside it for a set-aside run (found by an audit)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    pairs = tmp_path / "pairs.txt"
+    pairs.write_text("D1||heart failure||cardiac failure\nD2||liver cancer||hepatoma\n", encoding="utf8")
+    monkeypatch.chdir(run)
+    args = ["train", str(pairs), "--model", tiny_bert, "--output", ".", "--batch-size", "2", "--max-steps", "1", "--no-progress"]
+    assert runner.invoke(app, args).exit_code == 0 and (run / "model" / "model.safetensors").is_file()
+    again = runner.invoke(app, args + ["--overwrite"])  # it cannot be moved aside while the process works in it
+    assert again.exit_code == 1 and "holds the working directory: run from outside it" in again.output
+    assert (run / "model" / "model.safetensors").is_file() and not (tmp_path / ".run.sapbert-previous-run").exists()
+
+
 def test_a_model_old_folder_without_its_record_stops_resume_and_overwrite(tmp_path, tiny_bert, one_thread):
     """The trainers move their model aside as model.old, record included; a model.old without one is someone else's
     (a copy kept by hand), and --resume's next model write deleted it (found by an audit)."""

@@ -41,6 +41,8 @@ def _claimed_run_output(output: Path, resume: bool, overwrite: bool) -> Iterator
 
     if resume and overwrite:
         raise SapbertError("--resume continues the run in the output folder and --overwrite starts it again: pass one of them")
+    if overwrite and output.exists() and (Path.cwd() == output.resolve() or output.resolve() in Path.cwd().parents):
+        raise SapbertError(f"--overwrite moves the earlier run in {output} aside, and it holds the working directory: run from outside it")
     main = int(os.environ.get("RANK", "0")) == 0  # under torchrun, rank 0 alone looks at the folder
     if main:
         check_run_output(output, resume, overwrite)
