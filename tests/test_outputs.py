@@ -431,6 +431,19 @@ def test_a_run_into_the_working_directory_finishes(tmp_path, tiny_bert, one_thre
     assert (run / "model" / "model.safetensors").is_file() and not (tmp_path / ".run.sapbert-previous-run").exists()
 
 
+def test_an_overwrite_that_would_move_its_own_input_aside_is_refused(tmp_path, tiny_bert, one_thread):
+    """--model RUN/model --output RUN --overwrite set the run aside, model included, then could not find the model
+    (found by an audit: a minute of hub retries, the output left empty)."""
+    run = tmp_path / "run"
+    assert _train(tmp_path, tiny_bert, run).exit_code == 0
+    pairs = tmp_path / "pairs.txt"
+    args = ["train", str(pairs), "--model", str(run / "model"), "--output", str(run), "--batch-size", "2", "--max-steps", "1",
+            "--no-progress", "--overwrite"]
+    refused = runner.invoke(app, args)
+    assert refused.exit_code == 1 and f"the run reads from inside it (--model {run / 'model'})" in refused.output
+    assert (run / "model" / "model.safetensors").is_file() and not (tmp_path / ".run.sapbert-previous-run").exists()
+
+
 def test_a_model_old_folder_without_its_record_stops_resume_and_overwrite(tmp_path, tiny_bert, one_thread):
     """The trainers move their model aside as model.old, record included; a model.old without one is someone else's
     (a copy kept by hand), and --resume's next model write deleted it (found by an audit)."""

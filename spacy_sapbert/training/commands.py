@@ -11,9 +11,10 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 from pathlib import Path
-from typing import Callable, Iterator, List, Optional
+from typing import Any, Callable, Iterator, List, Optional
 
 import typer
 
@@ -31,8 +32,20 @@ def _split(value: Optional[str]) -> Optional[List[str]]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
+def _inputs_inside(config: Any, output: Path) -> List[str]:
+    """The settings of a trainer's `config` that name an existing file or folder inside `output` (a model trained
+    there before, a pairs file kept in the run): --overwrite would move them aside before the run reads them."""
+    inside = []
+    folder = output.resolve()
+    for key, value in dataclasses.asdict(config).items():
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            if key != "output" and isinstance(item, str) and item and Path(item).exists() and folder in Path(item).resolve().parents:
+                inside.append(f"--{key.replace('_', '-')} {item}")
+    return inside
+
+
 @contextlib.contextmanager
-def _claimed_run_output(output: Path, resume: bool, overwrite: bool) -> Iterator[None]:
+def _claimed_run_output(output: Path, resume: bool, overwrite: bool, config: Any = None) -> Iterator[None]:
     """Around a training run: refuse an output folder that is not a run of ours, and --resume with --overwrite
     (continue, or start again?). With --overwrite the earlier run is set aside (outputs.set_aside_run) and deleted
     only when the new run, or a --resume of it, has finished; with --resume what a killed write left (RUN_LEFTOVER) is
@@ -43,6 +56,9 @@ def _claimed_run_output(output: Path, resume: bool, overwrite: bool) -> Iterator
         raise SapbertError("--resume continues the run in the output folder and --overwrite starts it again: pass one of them")
     if overwrite and output.exists() and (Path.cwd() == output.resolve() or output.resolve() in Path.cwd().parents):
         raise SapbertError(f"--overwrite moves the earlier run in {output} aside, and it holds the working directory: run from outside it")
+    inside = _inputs_inside(config, output) if overwrite and config is not None and output.exists() else []
+    if inside:
+        raise SapbertError(f"--overwrite moves the earlier run in {output} aside, and the run reads from inside it ({', '.join(inside)}): copy those out first")
     main = int(os.environ.get("RANK", "0")) == 0  # under torchrun, rank 0 alone looks at the folder
     if main:
         check_run_output(output, resume, overwrite)
@@ -240,7 +256,7 @@ def run_train(config, resume: bool, overwrite: bool) -> None:
     from .trainer import train
 
     _declared_pooling(config)
-    with _claimed_run_output(Path(config.output), resume, overwrite):
+    with _claimed_run_output(Path(config.output), resume, overwrite, config):
         model_dir = train(config, resume=resume)
     if int(os.environ.get("RANK", "0")) == 0:
         typer.echo(f"model written to {model_dir}", err=True)
@@ -251,7 +267,7 @@ def run_train_dhns(config, resume: bool, overwrite: bool) -> None:
     from .dhns import train_dhns
 
     _declared_pooling(config)
-    with _claimed_run_output(Path(config.output), resume, overwrite):
+    with _claimed_run_output(Path(config.output), resume, overwrite, config):
         model_dir = train_dhns(config, resume=resume)
     typer.echo(f"model written to {model_dir}", err=True)
 
@@ -260,7 +276,7 @@ def run_train_reranker(config, resume: bool, overwrite: bool) -> None:
     """Train a cross-encoder re-ranker on the candidates of a saved pipeline's linker for annotated mentions."""
     from .reranker import train_reranker
 
-    with _claimed_run_output(Path(config.output), resume, overwrite):
+    with _claimed_run_output(Path(config.output), resume, overwrite, config):
         model_dir = train_reranker(config, resume=resume)
     typer.echo(f"re-ranker written to {model_dir}; add it with: add-reranker PIPELINE {model_dir} --output OUT", err=True)
 
@@ -270,7 +286,7 @@ def run_train_kge(config, resume: bool, overwrite: bool) -> None:
     `train --loss ms-v3 --kge OUTPUT/model`."""
     from .kge import train_kge
 
-    with _claimed_run_output(Path(config.output), resume, overwrite):
+    with _claimed_run_output(Path(config.output), resume, overwrite, config):
         model_dir = train_kge(config, resume=resume)
     typer.echo(f"knowledge-graph embedding written to {model_dir}", err=True)
 
