@@ -144,3 +144,21 @@ def _update_with_bytes(digest, path: Path) -> None:
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
+
+
+@contextmanager
+def held_lock(lock_file: Path, wait: bool = True) -> Iterator[None]:
+    """Hold an exclusive lock on `lock_file` (created, and kept, where it is named) while inside; without `wait`, a lock
+    another process holds raises BlockingIOError at once. Where the system has no fcntl (Windows), no lock."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_file, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -444,6 +444,34 @@ def test_an_overwrite_that_would_move_its_own_input_aside_is_refused(tmp_path, t
     assert (run / "model" / "model.safetensors").is_file() and not (tmp_path / ".run.sapbert-previous-run").exists()
 
 
+def test_a_second_run_into_an_output_in_use_is_refused(tmp_path, tiny_bert, one_thread):
+    """A --resume started beside a running run trained alongside it and interleaved their logs (found by an audit)."""
+    from spacy_sapbert.io import held_lock
+
+    run = tmp_path / "run"
+    assert _train(tmp_path, tiny_bert, run).exit_code == 0
+    log = (run / "train_log.jsonl").read_text(encoding="utf8")
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import sys, time
+        from pathlib import Path
+        from spacy_sapbert.io import held_lock
+        with held_lock(Path({str(tmp_path / '.run.sapbert-lock')!r})):
+            print("held", flush=True)
+            time.sleep(60)
+    """)], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        refused = _train(tmp_path, tiny_bert, run, "--resume", "--max-steps", "2")
+        assert refused.exit_code == 1 and f"another training run is writing {run}" in refused.output
+        assert (run / "train_log.jsonl").read_text(encoding="utf8") == log
+    finally:
+        holder.kill()
+        holder.wait()
+    with held_lock(tmp_path / ".run.sapbert-lock", wait=False):  # released with its process
+        pass
+    assert _train(tmp_path, tiny_bert, run, "--resume", "--max-steps", "2").exit_code == 0
+
+
 def test_a_model_old_folder_without_its_record_stops_resume_and_overwrite(tmp_path, tiny_bert, one_thread):
     """The trainers move their model aside as model.old, record included; a model.old without one is someone else's
     (a copy kept by hand), and --resume's next model write deleted it (found by an audit)."""

@@ -10,6 +10,7 @@ from typing import Iterator, List, Mapping, Optional, Sequence
 
 from ..chunk_store import CHUNKS_SUFFIX, DEFAULT_CHUNK_SIZE, remove_chunks
 from ..index import ConceptIndex, META_FILE, check_vector_settings, encoder_settings, vocabulary_hash
+from ..io import held_lock
 from ..kb import Concept, KnowledgeBase
 from ..normalizer import Normalizer
 
@@ -85,22 +86,9 @@ def build_encoder_index(
     return index
 
 
-@contextlib.contextmanager
-def key_lock(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on `path`'s lock file (PATH.lock, created beside it) while inside; where the system has
-    no fcntl (Windows), no lock."""
-    try:
-        import fcntl
-    except ImportError:
-        yield
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(path.name + ".lock"), "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+def key_lock(path: Path):
+    """An exclusive lock on `path`'s lock file (PATH.lock, beside it) while inside (`io.held_lock`)."""
+    return held_lock(path.with_name(path.name + ".lock"))
 
 
 @contextlib.contextmanager

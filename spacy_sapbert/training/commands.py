@@ -60,19 +60,35 @@ def _claimed_run_output(output: Path, resume: bool, overwrite: bool, config: Any
     if inside:
         raise SapbertError(f"--overwrite moves the earlier run in {output} aside, and the run reads from inside it ({', '.join(inside)}): copy those out first")
     main = int(os.environ.get("RANK", "0")) == 0  # under torchrun, rank 0 alone looks at the folder
-    if main:
-        check_run_output(output, resume, overwrite)
-        if overwrite:
-            previous = set_aside_run(output)
-            if previous is not None:
-                typer.echo(f"the earlier run in {output} is kept at {previous} until this one finishes", err=True)
-        elif resume:
-            remove_run_leftovers(output)
-        elif previous_run_folder(output).exists():
-            typer.echo(f"{previous_run_folder(output)}, an earlier run that --overwrite set aside, is kept", err=True)
-    yield
-    if main and (overwrite or resume):
-        drop_previous_run(output)
+    with _run_lock(output) if main else contextlib.nullcontext():
+        if main:
+            check_run_output(output, resume, overwrite)
+            if overwrite:
+                previous = set_aside_run(output)
+                if previous is not None:
+                    typer.echo(f"the earlier run in {output} is kept at {previous} until this one finishes", err=True)
+            elif resume:
+                remove_run_leftovers(output)
+            elif previous_run_folder(output).exists():
+                typer.echo(f"{previous_run_folder(output)}, an earlier run that --overwrite set aside, is kept", err=True)
+        yield
+        if main and (overwrite or resume):
+            drop_previous_run(output)
+
+
+@contextlib.contextmanager
+def _run_lock(output: Path) -> Iterator[None]:
+    """Refuse a second run into `output` while one runs (a --resume beside a run interleaved their logs and checkpoints):
+    an exclusive lock on `.OUTPUT.sapbert-lock` beside it, kept there (an empty file) for the next run."""
+    from ..io import held_lock
+
+    lock_file = output.absolute().with_name(f".{output.absolute().name}.sapbert-lock")
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(held_lock(lock_file, wait=False))
+        except BlockingIOError:
+            raise SapbertError(f"another training run is writing {output} (it holds {lock_file}); wait for it to end") from None
+        yield
 
 
 def extract_command(
