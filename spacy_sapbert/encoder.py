@@ -478,6 +478,7 @@ def load_pretrained(name: str, local_files_only: bool = False, model_class=None,
     AutoModelForSequenceClassification), given `model_kwargs`; `role` names the model in the error. A folder with
     bottleneck adapters (adapter_config.json) gets them attached, after checking that they were trained on its base
     weights."""
+    from safetensors import SafetensorError
     from transformers import AutoModel, AutoTokenizer
 
     name = resolve_model(name)
@@ -485,6 +486,8 @@ def load_pretrained(name: str, local_files_only: bool = False, model_class=None,
     try:
         tokenizer = AutoTokenizer.from_pretrained(name, local_files_only=local_files_only or is_folder)
         model = (model_class or AutoModel).from_pretrained(name, local_files_only=local_files_only or is_folder, **model_kwargs)
+    except SafetensorError as err:  # a weights file cut short (a copy or a write that did not finish)
+        raise EncoderLoadError(f"Could not load the {role} model={name!r}: its weights file is damaged ({err})") from err
     except (OSError, ValueError) as err:
         if is_folder:
             hint = "the folder must hold a Hugging Face model (config.json, weights, tokenizer files)"

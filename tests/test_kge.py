@@ -305,3 +305,7 @@ def test_a_sap_resume_whose_kge_vectors_changed_is_refused(tmp_path, tiny_bert, 
     numpy.save(kge / "embeddings.npy", numpy.random.default_rng(1).normal(size=(6, 4)).astype(numpy.float32))
     with pytest.raises(SapbertError, match=r"cannot resume: the run's kge changed since the checkpoint"):
         train(TrainConfig(max_steps=2, **settings), resume=True)
+    (kge / "embeddings.npy").write_bytes(b"\x93NUMPY")  # cut short: named, before a run folder exists
+    with pytest.raises(SapbertError, match="embeddings.npy: not a numpy array file"):
+        train(TrainConfig(max_steps=1, **{**settings, "output": str(tmp_path / "new")}))
+    assert not (tmp_path / "new").exists()

@@ -780,6 +780,15 @@ def test_a_damaged_checkpoint_file_is_named_on_resume(tmp_path, tiny_bert, toy_p
     optimizer.write_bytes(optimizer.read_bytes()[:100])  # a run killed while it wrote the file
     with pytest.raises(SapbertError, match=f"{optimizer}: the checkpoint file cannot be read"):
         train(dataclasses.replace(config, max_steps=3), resume=True)
+    # its state and its weights, cut short, are named too (a JSONDecodeError and a SafetensorError before: found by an audit)
+    state = tmp_path / "run" / "checkpoints" / "last" / "trainer_state.json"
+    state.write_text(state.read_text(encoding="utf8")[:20], encoding="utf8")
+    with pytest.raises(SapbertError, match=f"{state}: the checkpoint's state cannot be read"):
+        train(dataclasses.replace(config, max_steps=3), resume=True)
+    weights = tmp_path / "run" / "model" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])
+    with pytest.raises(EncoderLoadError, match="its weights file is damaged"):
+        train(dataclasses.replace(config, model=str(weights.parent), output=str(tmp_path / "run2")))
 
 
 def test_a_resume_that_would_train_nothing_with_new_settings_or_other_pairs_is_refused(tmp_path, tiny_bert, toy_pairs, one_thread, monkeypatch):

@@ -199,7 +199,10 @@ class KgeEmbeddings:
         if missing:
             raise SapbertError(f"{self.folder}: not a knowledge-graph embedding from train-kge (missing {', '.join(missing)})")
         entities = (self.folder / "entities.txt").read_text(encoding="utf8").splitlines()
-        vectors = numpy.load(self.folder / "embeddings.npy")
+        try:
+            vectors = numpy.load(self.folder / "embeddings.npy")
+        except (ValueError, OSError, EOFError) as err:
+            raise SapbertError(f"{self.folder / 'embeddings.npy'}: not a numpy array file ({err}); train-kge writes it") from err
         if vectors.ndim != 2 or len(vectors) != len(entities):
             raise SapbertError(
                 f"{self.folder / 'embeddings.npy'}: {vectors.shape} does not fit the {len(entities)} rows of entities.txt"

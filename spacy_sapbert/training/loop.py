@@ -143,6 +143,17 @@ def changed_settings(config: Any, state: Mapping[str, Any], keys: Sequence[str])
     return [f"{key} ({old[key]!r} -> {new[key]!r})" for key in keys if key in old and _compared(key, old[key]) != _compared(key, new[key])]
 
 
+def read_state(path: Path) -> Dict[str, Any]:
+    """A checkpoint's trainer_state.json, with a SapbertError naming it when it is damaged."""
+    try:
+        state = json.loads(path.read_text(encoding="utf8"))
+        if not isinstance(state, dict):
+            raise ValueError("not a JSON object")
+    except (ValueError, UnicodeDecodeError) as err:
+        raise SapbertError(f"{path}: the checkpoint's state cannot be read ({err}); start again with --overwrite") from err
+    return state
+
+
 def check_resumed_settings(
     config: Any, state: Mapping[str, Any], checkpoint: Path, trajectory_keys: Sequence[str], fixed_keys: Sequence[str] = (),
     inputs: Optional[Mapping[str, Any]] = None, progress: Optional[Callable[[Mapping[str, Any]], Tuple[int, int, str]]] = None,
@@ -284,7 +295,7 @@ class TrainingRun:
                     stacklevel=3,
                 )
             else:
-                run.state = json.loads((run.checkpoint / STATE_FILE).read_text(encoding="utf8"))
+                run.state = read_state(run.checkpoint / STATE_FILE)
                 recorded_model = run.state.get("inputs", {}).get("model")
                 if recorded_model is not None:  # a base model that cannot be loaded now is not compared
                     run.inputs["model"] = base_fingerprint(config.model) or recorded_model

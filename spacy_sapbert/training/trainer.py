@@ -309,6 +309,7 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: Distrib
         if config.max_steps is not None:
             total_steps = min(total_steps, config.max_steps)
         inputs = {"pairs": pairs.digest}
+        kge = _load_kge(config, ctx.main)  # read before the run starts: a damaged one leaves no run folder behind
         if config.kge is not None:  # ms-v3's margins come from its vectors
             inputs["kge"] = file_digest(config.kge, folder_contents=True)
         run = TrainingRun.start(
@@ -320,7 +321,6 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: Distrib
             _check_resume(run.state, ctx.world_size, len(pairs))
         miner = make_miner(config.margin, distance=config.miner_distance) if config.use_miner else None
         loss_fn = make_loss(config.alpha, config.beta, config.base, config.loss, config.pos_margin, config.neg_margin)
-        kge = _load_kge(config, ctx.main)
         global_step = run.state.get("step", 0)
         epoch, step_in_epoch = run.state.get("epoch", 0), run.state.get("step_in_epoch", 0)
 
