@@ -295,3 +295,16 @@ def test_a_resume_whose_spell_check_file_changed_is_refused(tiny_task, tiny_bert
     spell.write_text("tumour||cancer\n", encoding="utf8")
     with pytest.raises(SapbertError, match=r"cannot resume: the run's spell_check changed since the checkpoint"):
         train_dhns(config_for(tiny_task, tiny_bert, tiny_task / "run", epochs=2, spell_check=str(spell)), resume=True)
+
+
+def test_a_sap_resume_of_a_dhns_run_is_refused(tiny_task, tiny_bert, one_thread):
+    """train --resume over a train-dhns output loaded DHNS's optimizer into SAP's and failed on its parameter groups."""
+    from spacy_sapbert.errors import SapbertError
+    from spacy_sapbert.training.trainer import TrainConfig, train
+
+    train_dhns(config_for(tiny_task, tiny_bert, tiny_task / "run", epochs=1))
+    pairs = tiny_task / "pairs.txt"
+    pairs.write_text("D1||heart failure||cardiac failure\nD2||liver cancer||hepatoma\n", encoding="utf8")
+    config = TrainConfig(model=tiny_bert, output=str(tiny_task / "run"), pairs=str(pairs), batch_size=2, max_steps=1, device="cpu", progress=False)
+    with pytest.raises(SapbertError, match=r"holds a run of another trainer \(its dhns_config.json\)"):
+        train(config, resume=True)

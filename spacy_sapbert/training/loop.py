@@ -288,6 +288,14 @@ class TrainingRun:
         run = cls(config, config_file, device, ctx or Distributed(), warmup_steps, freeze_pooler)
         run.inputs = dict(inputs or {})
         if resume:
+            from ..outputs import RUN_CONFIG_FILES
+
+            others = [name for name in RUN_CONFIG_FILES if name != config_file and (run.output / name).is_file()]
+            if others and not (run.output / config_file).is_file():  # its optimizer and state would not fit this model
+                raise SapbertError(
+                    f"{run.output} holds a run of another trainer (its {others[0]}); --resume continues a run of this one: "
+                    "choose another --output"
+                )
             run.checkpoint = find_checkpoint(run.output)
             if run.checkpoint is None:
                 warnings.warn(
