@@ -791,6 +791,22 @@ def test_a_damaged_checkpoint_file_is_named_on_resume(tmp_path, tiny_bert, toy_p
         train(dataclasses.replace(config, model=str(weights.parent), output=str(tmp_path / "run2")))
 
 
+def test_a_checkpoint_that_cannot_be_written_is_named_and_the_one_before_kept(tmp_path, tiny_bert, toy_pairs, one_thread, monkeypatch):
+    """A full disk while torch.save wrote a checkpoint surfaced as "RuntimeError: [enforce fail at inline_container.cc]"."""
+    config = TrainConfig(model=tiny_bert, output=str(tmp_path / "run"), pairs=str(toy_pairs), batch_size=4, max_steps=1,
+                         checkpoint_every=1, device="cpu", progress=False)
+    train(config)
+    state = (tmp_path / "run" / "checkpoints" / "last" / "trainer_state.json").read_text(encoding="utf8")
+
+    def full_disk(obj, path, *args, **kwargs):
+        raise RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 64 vs 0")
+
+    monkeypatch.setattr(torch, "save", full_disk)
+    with pytest.raises(SapbertError, match=r"could not write the checkpoint .*is the disk full\? The checkpoint before it is kept"):
+        train(dataclasses.replace(config, max_steps=2), resume=True)
+    assert (tmp_path / "run" / "checkpoints" / "last" / "trainer_state.json").read_text(encoding="utf8") == state
+
+
 def test_a_resume_that_would_train_nothing_with_new_settings_or_other_pairs_is_refused(tmp_path, tiny_bert, toy_pairs, one_thread, monkeypatch):
     """A finished run resumed with another lr trained nothing, yet its config and card then said the new lr; a run past
     --max-steps kept its extra steps; the same pairs path with other pairs went on silently. The same path spelled

@@ -454,7 +454,13 @@ class TrainingRun:
                 torch.save(states, folder / "rng.pt")
                 (folder / STATE_FILE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf8")
 
-            write_dir(self.output / "checkpoints" / "last", fill)
+            try:
+                write_dir(self.output / "checkpoints" / "last", fill)
+            except (OSError, RuntimeError) as err:  # torch.save reports a full disk as a RuntimeError
+                raise SapbertError(
+                    f"could not write the checkpoint {self.output / 'checkpoints' / 'last'} ({str(err).splitlines()[0]}); is the "
+                    "disk full? The checkpoint before it is kept: free space, then --resume"
+                ) from err
         self.barrier()
 
     def finish(self, title: str, ylabel: str) -> Path:
