@@ -90,7 +90,7 @@ class ChunkStore:
     def vectors(self, encode: Encode, progress: bool = False) -> Iterator[numpy.ndarray]:
         """The float32 vectors of every chunk in order: read from disk when finished, else encoded and saved."""
         bar = self._progress_bar(progress)
-        dim = None
+        dim = self.manifest.get("dim")  # recorded with the first chunk saved: a wrong first chunk is named, not the next
         for number in range(self.n_chunks):
             path = self.chunk_path(number)
             if path.exists():
@@ -114,7 +114,10 @@ class ChunkStore:
         """Check the vectors of chunk `number` (encoded elsewhere, e.g. on a Ray worker) and write them atomically."""
         path = self.chunk_path(number)
         vectors = numpy.ascontiguousarray(vectors, dtype="float32")
-        self._check(vectors, len(self.rows(number)), dim, f"{what} for {path.name}")
+        self._check(vectors, len(self.rows(number)), dim or self.manifest.get("dim"), f"{what} for {path.name}")
+        if "dim" not in self.manifest:
+            self.manifest["dim"] = int(vectors.shape[1])
+            atomic_write_text(self.folder / MANIFEST_FILE, srsly.json_dumps(self.manifest, indent=2))
         atomic_write(path, lambda tmp: write_npy(tmp, vectors))
         return vectors
 
@@ -181,6 +184,8 @@ class ChunkStore:
                     f"the encoded chunks in {self.folder} are of another vocabulary or chunking: its {meaning} differs "
                     f"({key} {recorded.get(key)!r} there, {self.manifest[key]!r} here); {remove}"
                 )
+        if "dim" in recorded:  # the width of the chunks saved so far (a manifest of an earlier version has none)
+            self.manifest["dim"] = recorded["dim"]
         recorded_batch, batch = recorded.get("batch_size"), self.manifest.get("batch_size")
         if recorded_batch and batch and recorded_batch != batch:
             raise IndexFormatError(

@@ -92,6 +92,16 @@ def test_a_corrupt_chunk_is_an_error_naming_the_file(tmp_path):
         list(ChunkStore(folder, NAMES, SETTINGS, chunk_size=5).vectors(fake_encode))
 
 
+def test_a_first_chunk_of_another_width_is_the_one_named(tmp_path):
+    """The first chunk read from disk set the width the others were checked against: a wrong first chunk was
+    reported as the next one (found by an audit)."""
+    folder = tmp_path / "chunks"
+    list(ChunkStore(folder, NAMES, SETTINGS, chunk_size=5).vectors(fake_encode))
+    numpy.save(folder / "chunk-000000.npy", numpy.zeros((5, 4), dtype="float32"))
+    with pytest.raises(IndexFormatError, match=r"chunk-000000.npy holds float32 vectors of shape \(5, 4\), expected 5 float32 rows of dimension 3"):
+        list(ChunkStore(folder, NAMES, SETTINGS, chunk_size=5).vectors(fake_encode))
+
+
 def test_a_folder_of_other_files_is_refused_and_remove_chunks_deletes_only_its_own(tmp_path):
     theirs = tmp_path / "theirs"
     theirs.mkdir()
