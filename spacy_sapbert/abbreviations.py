@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import functools
 import re
+import weakref
 from typing import Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Set, Tuple
 
 from spacy.language import Language
@@ -455,9 +456,22 @@ def _doc_abbreviations(doc: Doc) -> List[Tuple[Span, Span]]:
     return pairs
 
 
+# Each doc's definitions as Abbreviations, with the offsets they were made from: a linker asks once per entity, and
+# doc.text is built anew each time it is read (a long document with thousands of entities took quadratic time).
+_ABBREVIATION_LISTS: "weakref.WeakKeyDictionary[Doc, Tuple[list, List[Abbreviation]]]" = weakref.WeakKeyDictionary()
+
+
 def _doc_abbreviation_list(doc: Doc) -> List[Abbreviation]:
+    offsets = _offsets(doc)
+    if not offsets:
+        return []
+    cached = _ABBREVIATION_LISTS.get(doc)
+    if cached is not None and cached[0] == offsets:
+        return cached[1]
     text = doc.text
-    return [Abbreviation(text[ss:se], text[ls:le], ss, se, ls, le) for ss, se, ls, le in _offsets(doc)]
+    found = [Abbreviation(text[ss:se], text[ls:le], ss, se, ls, le) for ss, se, ls, le in offsets]
+    _ABBREVIATION_LISTS[doc] = (offsets, found)
+    return found
 
 
 def _span_long_form(span: Span) -> Optional[str]:

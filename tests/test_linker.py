@@ -115,6 +115,24 @@ def test_long_form_from_the_abbreviation_detector_is_searched(linker_nlp):
     assert linker_nlp.get_pipe("sapbert_linker").query_text(doc.ents[0]) == "HC"
 
 
+def test_a_docs_definitions_are_read_once_for_all_its_entities_and_again_when_they_change(monkeypatch):
+    """Each entity's long form built the doc's text anew: linking a long document with thousands of entities took
+    quadratic time (found by an audit; benchmarks/bench_long_document.py measures it)."""
+    from spacy.tokens import Span
+
+    from spacy_sapbert import abbreviations
+
+    nlp = spacy.blank("en")
+    detector = nlp.add_pipe("sapbert_abbreviations")
+    doc = detector(nlp.make_doc("Heart failure (HF) was seen. " + " ".join(["HF and HF again."] * 30)))
+    built, original = [], abbreviations.Abbreviation
+    monkeypatch.setattr(abbreviations, "Abbreviation", lambda *parts: built.append(parts) or original(*parts))
+    spans = [Span(doc, i, i + 1) for i, token in enumerate(doc) if token.text == "HF"]
+    assert {abbreviations.long_form_of(span) for span in spans[1:]} == {"Heart failure"} and len(built) == 1
+    doc._.set(abbreviations.OFFSETS_ATTR, [])  # another detector's result: no definition
+    assert abbreviations.long_form_of(spans[1]) is None
+
+
 def test_use_before_initialize_is_a_clear_error(tiny_bert):
     nlp = spacy.blank("en")
     nlp.add_pipe("sapbert_linker", config={"model": tiny_bert})
