@@ -57,6 +57,7 @@ serialize with DocBin; the Span-valued attributes above are getters computed fro
 """
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 import weakref
@@ -195,12 +196,19 @@ def _closing_parenthesis(text: str, open_at: int) -> Optional[int]:
     return None
 
 
+@functools.lru_cache(maxsize=8)
+def _sentence_ends(text: str) -> List[int]:
+    """Where each sentence of `text` ends (after its punctuation), found once per text: each parenthesis looks up the
+    last one before it (a scan from the start for each made a long document's detection quadratic)."""
+    return [match.end() for match in _SENTENCE_END.finditer(text)]
+
+
 def _window_before(text: str, end: int, max_words: int) -> Tuple[int, str]:
     """(offset, text) of at most `max_words` words before `end`, not reaching back over a sentence end or a
     parenthesis that closes off what came before (`_parenthesis_start`)."""
-    sentence_start = 0
-    for match in _SENTENCE_END.finditer(text, 0, end):
-        sentence_start = match.end()
+    ends = _sentence_ends(text)
+    before = bisect.bisect_left(ends, end)  # the sentence ends that text[:end] shows: their lookahead lies before `end`
+    sentence_start = ends[before - 1] if before else 0
     line_start = text.rfind("\n", 0, end) + 1
     begin = max(sentence_start, line_start)
     begin = _parenthesis_start(text, begin, end)

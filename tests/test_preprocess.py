@@ -462,3 +462,21 @@ def test_resolve_gold_id_takes_the_first_known_part_as_written():
     assert resolve_gold_id("D12|D1", primary) == ("D12", "kept")
     assert resolve_gold_id("XD2|D1|D2", primary) == ("D1", "kept")
     assert resolve_gold_id("MESH:D2|D1", primary) == ("D2", "kept")
+
+
+def test_sentence_ends_found_once_are_those_a_scan_up_to_each_parenthesis_sees():
+    """The detector's window stops at the last sentence end before a parenthesis; found once per text now (a scan from
+    the start for each parenthesis made a long document quadratic), it must be the same one."""
+    import bisect
+    import random
+
+    from spacy_sapbert.abbreviations import _SENTENCE_END, _sentence_ends
+
+    draw = random.Random(0)
+    for _ in range(200):
+        text = "".join(draw.choice("ab .;!?\n(") for _ in range(40))
+        ends = _sentence_ends(text)
+        for end in range(len(text) + 1):
+            scanned = [match.end() for match in _SENTENCE_END.finditer(text, 0, end)]
+            before = bisect.bisect_left(ends, end)
+            assert (ends[before - 1] if before else 0) == (scanned[-1] if scanned else 0), (text, end)
