@@ -142,7 +142,8 @@ def test_umls_tradenames_are_appended_not_overwritten(umls_dir):
 
 def test_an_mrconso_not_sorted_by_cui_is_refused_by_extract_and_nothing_is_written(umls_dir, cli_app):
     """Unsorted, a CUI's rows make two concepts, so two synonyms lines of one name each: no pair, no error (found by
-    an audit). The file is refused where the CUI goes back; the earlier output stays."""
+    an audit). The file is refused where the CUI comes again; the earlier output stays. Rows grouped by CUI in another
+    order are fine (test_crosslingual's file)."""
     from typer.testing import CliRunner
 
     runner = CliRunner()
@@ -156,8 +157,8 @@ def test_an_mrconso_not_sorted_by_cui_is_refused_by_extract_and_nothing_is_writt
     result = runner.invoke(cli_app, ["extract", "--mrconso", str(mrconso), "-o", str(output)])
     assert result.exit_code == 1
     assert result.output.strip().splitlines()[-1] == (
-        f"error: {mrconso}: CUI C0000001 comes after C0000002: the file is not sorted by CUI, as MRCONSO.RRF is released; "
-        "sort it first (LC_ALL=C sort -t'|' -k1,1 -s)"
+        f"error: {mrconso}: the rows of CUI C0000001 are not together (it comes again after other CUIs), as they are in "
+        "MRCONSO.RRF as released; sort the file by CUI first (LC_ALL=C sort -t'|' -k1,1 -s)"
     )
     assert output.read_text(encoding="utf8") == "C9||earlier\n"
     result = runner.invoke(cli_app, ["extract", "--mrconso", str(mrconso), "--languages", "SPA", "-o", str(output)])
@@ -847,3 +848,11 @@ def test_a_resume_with_another_lr_and_weight_decay_trains_with_them(tmp_path, ti
     saved = torch.load(tmp_path / "run" / "checkpoints" / "last" / "optimizer.pt", weights_only=True)
     assert {(group["lr"], group["weight_decay"]) for group in saved["param_groups"]} == {(5e-2, 0.5)}
     assert json.loads((tmp_path / "run" / "train_config.json").read_text())["lr"] == 5e-2
+
+
+def test_seen_ids_tells_a_cui_or_any_id_seen_before():
+    from spacy_sapbert.training.extract import SeenIds
+
+    seen = SeenIds()
+    assert [seen.add(i) for i in ["C0000008", "C9999999", "C0000009", "C0000008", "X1", "X1", "C000001", "C000001"]] == [
+        False, False, False, True, False, True, False, True]

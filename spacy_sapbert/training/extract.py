@@ -213,6 +213,27 @@ def _with_types(concepts: Iterable[Concept], mrsty: Path, strict: bool) -> Itera
         yield concept
 
 
+class SeenIds:
+    """The concept ids seen so far, for a streamed MRCONSO: UMLS CUIs ("C" and 7 digits) as bits of a 1.25 MB array
+    (a set of every CUI of a release would take hundreds of MB), any other id in a set."""
+
+    def __init__(self) -> None:
+        self.bits = bytearray(10**7 // 8)
+        self.other: Set[str] = set()
+
+    def add(self, concept_id: str) -> bool:
+        """Record `concept_id`; whether it was seen before."""
+        if len(concept_id) == 8 and concept_id[0] == "C" and concept_id[1:].isdigit() and concept_id[1:].isascii():
+            number = int(concept_id[1:])
+            byte, bit = number >> 3, 1 << (number & 7)
+            seen = bool(self.bits[byte] & bit)
+            self.bits[byte] |= bit
+            return seen
+        seen = concept_id in self.other
+        self.other.add(concept_id)
+        return seen
+
+
 def umls_concepts(
     mrconso: PathLike,
     mrsty: Optional[PathLike] = None,
@@ -231,7 +252,8 @@ def umls_concepts(
     mrrel: MRREL.RRF; for each has_tradename / tradename_of pair the names of each concept are appended
     to the synonyms of the other (the concept keeps its own names and canonical name).
     semantic_types: keep only concepts with at least one of these TUIs (needs `mrsty`).
-    A file not sorted by CUI is refused where a CUI goes back (each concept is one line of the synonyms file).
+    A file whose rows of one CUI are not together is refused where the CUI comes again (each concept is one line of
+    the synonyms file).
     """
     mrconso = check_file(mrconso)
     mrsty_path = check_file(mrsty) if mrsty is not None else None
@@ -260,15 +282,14 @@ def umls_concepts(
         concepts: Iterable[Concept] = read()  # pass 3 (or the only pass): streamed output
         if mrsty_path is not None:
             concepts = _with_types(concepts, mrsty_path, strict)
-        previous = ""
+        seen = SeenIds()
         for concept in concepts:
-            if concept.id <= previous:  # an unsorted file splits a CUI's names over several lines: fewer pairs, no error
+            if seen.add(concept.id):  # a CUI's rows apart split its names over several lines: fewer pairs, no error
                 raise VocabularyFormatError(
                     str(mrconso), None,
-                    f"CUI {concept.id} comes after {previous}: the file is not sorted by CUI, as MRCONSO.RRF is released; "
-                    "sort it first (LC_ALL=C sort -t'|' -k1,1 -s)",
+                    f"the rows of CUI {concept.id} are not together (it comes again after other CUIs), as they are in "
+                    "MRCONSO.RRF as released; sort the file by CUI first (LC_ALL=C sort -t'|' -k1,1 -s)",
                 )
-            previous = concept.id
             if wanted_types is not None and not wanted_types.intersection(concept.types):
                 continue
             others = partners.get(concept.id)
