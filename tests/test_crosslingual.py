@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from spacy_sapbert.cli import app
-from spacy_sapbert.training.pairs import read_pairs
+from spacy_sapbert.training.pairs import read_pairs, translation_pairs
 from test_training import conso
 
 WORDS = ("heart failure insuficiencia cardiaca herzinsuffizienz liver cancer cáncer de hígado leberkrebs kidney disease "
@@ -113,6 +113,14 @@ def test_translation_pairs_are_two_member_classes_of_their_own(tmp_path, multili
     assert translations == [("translation:0:1", "cough", "tos"), ("translation:0:3", "kidney disease", "enfermedad renal"),
                             ("translation:1:1", "fever", "fieber")]  # line 1 of two files: two classes
     assert len(pairs) == 3 + 1 + 3  # heart failure: 3 pairs of 3 names, fever: 1, then the translations
+    # a pair given twice is one pair, and lines that share a side are one class: as two classes, "heart" was the
+    # negative of "heart" at similarity 1 (found by an audit)
+    (tmp_path / "dup.txt").write_text("heart||cuore\nHeart||Cuore\nheart||cardiaco\nrene||kidney\n", encoding="utf8")
+    (tmp_path / "dup2.txt").write_text("cuore||herz\n", encoding="utf8")
+    assert list(translation_pairs([tmp_path / "dup.txt", tmp_path / "dup2.txt"])) == [
+        ("translation:0:1", "heart", "cuore"), ("translation:0:1", "heart", "cardiaco"), ("translation:0:4", "rene", "kidney"),
+        ("translation:0:1", "cuore", "herz"),
+    ]
     (tmp_path / "bad.txt").write_text("cough||tos\nfever|fiebre\n", encoding="utf8")
     result = runner.invoke(app, ["pairs", str(tmp_path / "syn.txt"), str(tmp_path / "p2.txt"), "--translations", str(tmp_path / "bad.txt")])
     assert result.exit_code == 1 and "bad.txt, line 2" in result.output and not (tmp_path / "p2.txt").exists()

@@ -236,11 +236,9 @@ def pairs_command(
         return
     if len(files) != 2:
         raise SapbertError("give the SYNONYMS file and the OUTPUT pairs file (or --corpus, --vocab and OUTPUT)")
-    from itertools import chain
-
     from .pairs import translation_pairs
 
-    extra = chain.from_iterable(translation_pairs(path, file_number=number) for number, path in enumerate(translations))
+    extra = translation_pairs(translations)
     max_pairs = 50 if max_pairs is None else max_pairs
     count = write_pairs(files[1], read_synonyms(files[0], strict=strict), max_pairs=max_pairs or None, seed=seed or 0, extra=extra)
     typer.echo(f"{count} pairs written to {files[-1]}", err=True)

@@ -19,7 +19,7 @@ import random
 from array import array
 from itertools import combinations
 from pathlib import Path
-from typing import Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..errors import SapbertError, VocabularyFormatError
 from ..io import atomic_write
@@ -128,23 +128,41 @@ def write_pairs(
 TRANSLATION_PREFIX = "translation:"  # the label of a translation pair: its own, one per line
 
 
-def translation_pairs(path: PathLike, lowercase: bool = True, file_number: int = 0) -> Iterator[Pair]:
-    """XL-BEL's extra classes: one pair per ``src||tgt`` line of a bilingual word/phrase dictionary, each
-    with its own label ("translation:<file_number>:<line>"; number the files of one pairs file apart), so
-    a translation pulls its two sides together and pushes them from every other class. Names are cleaned
-    as extraction cleans them. A line without exactly two non-empty sides names the file and line; blank
+def translation_pairs(paths: Sequence[PathLike], lowercase: bool = True) -> Iterator[Pair]:
+    """XL-BEL's extra classes from ``src||tgt`` lines of bilingual word/phrase dictionaries: each translation pulls its
+    two sides together and pushes them from every other class. Lines that share a side (after cleaning, as extraction
+    cleans names) are one class, and a pair given twice is one pair: as two classes, one string was the other's
+    negative at similarity 1, a saturated term that drowned the real negatives. A class is labelled by its first line
+    ("translation:<file number>:<line>"). A line without exactly two non-empty sides names the file and line; blank
     lines are skipped."""
-    path = check_file(path)
-    policy = LinePolicy(path, strict=True)
-    for line_no, line in numbered_lines(path, policy):
-        if not line.strip():
-            continue
-        sides = line.split("||")
-        if len(sides) != 2 or not all(side.strip() for side in sides):
-            raise VocabularyFormatError(str(path), line_no, f"expected 'source||target', got {line[:60]!r}")
-        a, b = (clean_name(side, lowercase) for side in sides)
-        if a != b:
-            yield f"{TRANSLATION_PREFIX}{file_number}:{line_no}", a, b
+    lines: List[Tuple[str, str, str]] = []  # (label, a, b) of each translation, in reading order
+    for file_number, path in enumerate(paths):
+        path = check_file(path)
+        for line_no, line in numbered_lines(path, LinePolicy(path, strict=True)):
+            if not line.strip():
+                continue
+            sides = line.split("||")
+            if len(sides) != 2 or not all(side.strip() for side in sides):
+                raise VocabularyFormatError(str(path), line_no, f"expected 'source||target', got {line[:60]!r}")
+            a, b = (clean_name(side, lowercase) for side in sides)
+            if a != b:
+                lines.append((f"{TRANSLATION_PREFIX}{file_number}:{line_no}", a, b))
+    parent: Dict[str, str] = {}
+
+    def root(name: str) -> str:
+        while parent.setdefault(name, name) != name:
+            parent[name] = parent[parent[name]]
+            name = parent[name]
+        return name
+
+    for _, a, b in lines:
+        parent[root(b)] = root(a)
+    labels: Dict[str, str] = {}  # a class's root -> the label of its first line
+    seen = set()
+    for label, a, b in lines:
+        if frozenset((a, b)) not in seen:
+            seen.add(frozenset((a, b)))
+            yield labels.setdefault(root(a), label), a, b
 
 
 def parse_pair_line(line: str) -> Optional[Pair]:
