@@ -96,7 +96,8 @@ class TrainConfig:
     weight_decay: float = setting(0.01, help="AdamW weight decay.")
     epochs: int = setting(1, help="Passes over the pairs.")
     max_steps: Optional[int] = setting(None, help="Stop after this many optimizer steps (default: end of the epochs).")
-    grad_accum: int = setting(1, help="Micro-batches per optimizer step.")
+    grad_accum: int = setting(1, help="Micro-batches per optimizer step. Each micro-batch mines its hard pairs and "
+                              "negatives among its own names: accumulating is not a larger batch for the loss.")
     max_length: int = setting(25, help="Word pieces per name.")
     pooling: str = setting("cls", help="cls (SapBERT) or mean.")
     alpha: float = setting(2.0, help="Multi-similarity loss alpha (positive pairs).")
