@@ -31,7 +31,7 @@ class ConceptsById(Mapping):
         return concept
 
     def __contains__(self, concept_id: object) -> bool:
-        return isinstance(concept_id, str) and self.index.concepts.row(concept_id) is not None
+        return isinstance(concept_id, str) and self.index.concept(concept_id) is not None  # as [] finds it
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.index.concepts.ids)

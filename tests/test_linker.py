@@ -524,6 +524,7 @@ def test_the_kb_view_answers_with_scispacys_names(linker_nlp):
     kb = linker_nlp.get_pipe("sapbert_linker").kb
     assert kb.cui_to_entity["D004"].id == "OMIM:100" and "D004" in kb.cui_to_entity and "nope" not in kb.cui_to_entity
     assert kb.cui_to_entity["D002"].synonyms == ["hepatic cancer", "hepatoma"]
+    assert "MESH:D002" in kb.cui_to_entity and kb.cui_to_entity["MESH:D002"].id == "D002"  # "in" as [] finds it
     assert len(kb.cui_to_entity) == 6 and list(kb.cui_to_entity)[:2] == ["D001", "D002"]
     assert kb.alias_to_cuis["Renal Disease"] == {"D003", "D006"}  # normalized before the look-up; a shared name
     assert kb.alias_to_cuis["ARF"] == {"OMIM:100"} and "no such name" not in kb.alias_to_cuis
