@@ -480,9 +480,15 @@ class SapbertLinker(Pipe):
         return doc
 
     def pipe(self, stream: Iterable[Doc], *, batch_size: int = 128) -> Iterator[Doc]:
+        """Link `stream` in batches; a batch that fails goes to the pipeline's error handler (nlp.set_error_handler),
+        as nlp(doc) sends a failing doc there."""
+        error_handler = self.get_error_handler()
         for docs in minibatch(stream, size=batch_size):
-            self.set_annotations(docs, self.predict(docs))
-            yield from docs
+            try:
+                self.set_annotations(docs, self.predict(docs))
+                yield from docs
+            except Exception as error:  # noqa: BLE001 - the handler decides: raise_error (the default) raises it
+                error_handler(self.name, self, docs, error)
 
     def mentions(self, doc: Doc) -> List[Span]:
         """The entities this linker links: all of doc.ents, or those whose label is in `labels`."""

@@ -133,6 +133,26 @@ def test_a_docs_definitions_are_read_once_for_all_its_entities_and_again_when_th
     assert abbreviations.long_form_of(spans[1]) is None
 
 
+def test_a_failing_batch_goes_to_the_pipelines_error_handler_in_pipe_as_in_call(linker_nlp, monkeypatch):
+    """nlp.set_error_handler was used by nlp(doc) but not by nlp.pipe: the linker's pipe raised (found by an audit)."""
+    linker = linker_nlp.get_pipe("sapbert_linker")
+
+    def broken(docs):
+        raise SapbertError("broken batch")
+
+    monkeypatch.setattr(linker, "predict", broken)
+    with pytest.raises(SapbertError, match="broken batch"):  # the default handler raises
+        list(linker_nlp.pipe(["Hepatoma."]))
+    handled = []
+    linker_nlp.set_error_handler(lambda name, proc, docs, error: handled.append((name, len(docs), str(error))))
+    try:
+        list(linker_nlp.pipe(["Hepatoma.", "Kidney disease."]))
+        linker_nlp("Hepatoma.")
+    finally:
+        linker_nlp.set_error_handler(spacy.util.raise_error)
+    assert handled == [("sapbert_linker", 2, "broken batch"), ("sapbert_linker", 1, "broken batch")]
+
+
 def test_use_before_initialize_is_a_clear_error(tiny_bert):
     nlp = spacy.blank("en")
     nlp.add_pipe("sapbert_linker", config={"model": tiny_bert})
