@@ -13,7 +13,7 @@ import warnings
 import weakref
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Collection, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy
 import srsly
@@ -31,7 +31,7 @@ from .encoder import OWN_FILE as ENCODER_FILE, POOLINGS, Encoder, declared_max_l
 from .errors import ConfigWarning, EncoderLoadError, IndexFormatError, NotInitializedError, SapbertError
 from .index import Candidate, ConceptIndex, check_vector_settings, encoder_settings
 from .index_types import CONFIG_INDEX_TYPES, DEFAULT_NPROBE, DEFAULT_SHORTLIST
-from .kb import Concept
+from .kb import Concept, KnowledgeBase
 from .context import MIN_WINDOW, MentionInContext
 from .kb_view import KnowledgeBaseView
 from .memory import OWN_FILE as MEMORY_FILE, MemorySettings, MentionMemory
@@ -388,6 +388,7 @@ class SapbertLinker(Pipe):
             corrections = spell_check if isinstance(spell_check, Mapping) else read_spell_check(spell_check)
             self.normalizer = self.normalizer.with_spell_check(corrections)
         self.encoder = Encoder(self.model, **self.encoder_options)
+        self._check_context_window()
         for key, declared, said_by in (
             ("pooling", declared_pooling(self.encoder.name), "its 1_Pooling/config.json"),
             ("max_length", declared_max_length(self.encoder.name), "its sapbert_encoder.json"),
@@ -432,6 +433,10 @@ class SapbertLinker(Pipe):
         whose concept the new index has (a CorpusWarning counts the others, left out): it never votes for an id
         the index does not know."""
         encoder = self._require_encoder()
+        if not isinstance(concepts, (list, tuple, KnowledgeBase)):
+            concepts = list(concepts)
+        if self.types or self.types_by_label or self.sources:  # a typo is said before the names are encoded
+            self.check_types({"types": {t for c in concepts for t in c.types}, "sources": {s for c in concepts for s in c.sources}})
         encode_chunks = None
         if ray is not None:
             if chunk_dir is None:
@@ -566,14 +571,10 @@ class SapbertLinker(Pipe):
         word pieces (`context`), as the encoder was trained with `train-dhns --context-window`. The span
         is read as written (no long form: the context carries it); the mention memory, whose vectors are
         context-free, and the string re-ranker are not combined with it."""
-        from .context import has_markers, infer_context_vectors
+        from .context import infer_context_vectors
 
         encoder = self._require_encoder()
-        if not has_markers(encoder.tokenizer):
-            raise SapbertError(
-                f"{self.name}: config key `context_window` is {self.context_window}, but the encoder {encoder.name} has no "
-                "[Ms]/[Me] mention markers: train it with `train-dhns --context-window`, or set context_window = 0"
-            )
+        self._check_context_window()
         if self.memory_active or self.reranker is not None:
             raise SapbertError(f"{self.name}: config key `context_window` does not combine with a mention memory or a re-ranker")
         linkable = [i for i, span in enumerate(spans) if is_linkable(span.text)]
@@ -587,6 +588,17 @@ class SapbertLinker(Pipe):
         for i, candidates in zip(linkable, hits):
             results[i] = self._above_threshold(candidates)[: self.max_entities_per_mention]
         return results
+
+    def _check_context_window(self) -> None:
+        """SapbertError when `context_window` is set and the encoder has no mention markers to read a context with:
+        said when the encoder is loaded, not at the first doc."""
+        from .context import has_markers
+
+        if self.context_window and self.encoder is not None and not has_markers(self.encoder.tokenizer):
+            raise SapbertError(
+                f"{self.name}: config key `context_window` is {self.context_window}, but the encoder {self.encoder.name} has no "
+                "[Ms]/[Me] mention markers: train it with `train-dhns --context-window`, or set context_window = 0"
+            )
 
     def ranked(
         self, keys: Sequence[str], types: Sequence[str] = (), threshold: bool = False, also: Optional[Sequence[Candidate]] = None
@@ -773,6 +785,7 @@ class SapbertLinker(Pipe):
             self.memory = MentionMemory.from_disk(path / MEMORY_DIR) if (path / MEMORY_DIR).exists() else None
         self._check_dimensions(str(path))
         self._check_loaded_settings(str(path))
+        self._check_context_window()
         if RERANKER_DIR not in exclude:  # the saved state: its re-ranker, or none
             self.reranker = None
             if (path / RERANKER_DIR).is_dir():
@@ -863,11 +876,11 @@ class SapbertLinker(Pipe):
                 self._check_vector_settings(part, kind, where, encoder_source)
         self.check_types()
 
-    def check_types(self) -> None:
+    def check_types(self, known: Optional[Mapping[str, Collection[str]]] = None) -> None:
         """SapbertError when `types`, `types_by_label` or `sources` names a type or source no concept of the
         index has (a typo would otherwise filter out every candidate); the message lists the closest the
-        index does have."""
-        if self.index is None:
+        index does have. `known`: the types and sources of the concepts an index is about to be built from."""
+        if known is None and self.index is None:
             return
         wanted = [
             ("types", "types", self.types),
@@ -877,11 +890,11 @@ class SapbertLinker(Pipe):
         for field, key, values in wanted:
             if not values:
                 continue
-            known = set(self.index.concepts.lists[field][0])
+            have = set(known[field]) if known is not None else set(self.index.concepts.lists[field][0])
             what = field[:-1]
-            for missing in sorted(set(values) - known):
-                close = difflib.get_close_matches(missing, sorted(known), n=5)
-                hint = f"close matches: {', '.join(close)}" if close else f"the index has {len(known)} {field}, e.g. {', '.join(sorted(known)[:5]) or 'none'}"
+            for missing in sorted(set(values) - have):
+                close = difflib.get_close_matches(missing, sorted(have), n=5)
+                hint = f"close matches: {', '.join(close)}" if close else f"the index has {len(have)} {field}, e.g. {', '.join(sorted(have)[:5]) or 'none'}"
                 raise SapbertError(f"{self.name}: config key `{key}` names the {what} {missing!r}, which no concept of the index has; {hint}")
 
     def _check_vector_settings(self, part, kind: str, where: str = "", encoder_source: str = "the loaded encoder has") -> None:

@@ -105,9 +105,12 @@ def test_dhns_in_context_trains_a_model_with_markers_that_the_linker_uses(tmp_pa
     built = spacy.load(tiny_task / "built")
     assert built.get_pipe("sapbert_linker").context_window == 16
     assert [c for c, _ in built(docs[1].copy()).ents[0]._.kb_ents] == [c for c, _ in second._.kb_ents]
-    plain = linker_pipeline(tiny_bert, 16)
     with pytest.raises(SapbertError, match=r"`context_window` is 16, but the encoder .* has no \[Ms\]/\[Me\] mention markers"):
-        plain(docs[0].copy())
+        linker_pipeline(tiny_bert, 16)  # at initialize, before the names are encoded (it was said at the first doc)
+    plain = linker_pipeline(tiny_bert, 0)
+    plain.to_disk(tiny_task / "plain")
+    with pytest.raises(SapbertError, match=r"`context_window` is 16, but the encoder .* has no \[Ms\]/\[Me\] mention markers"):
+        spacy.load(tiny_task / "plain", config={"components": {"sapbert_linker": {"context_window": 16}}})  # and at load
     with pytest.raises(SapbertError, match="context_window"):
         spacy.blank("en").add_pipe("sapbert_linker", config={"model": tiny_bert, "context_window": 4})
 

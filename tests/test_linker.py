@@ -556,12 +556,18 @@ def test_the_kb_view_answers_with_scispacys_names(linker_nlp):
 def test_an_unknown_type_is_an_error_with_close_matches_and_a_strict_filter_gives_no_candidates(tiny_bert, toy_concepts, tmp_path):
     import spacy
 
+    from spacy_sapbert.encoder import Encoder
     from spacy_sapbert.errors import SapbertError
 
     nlp = spacy.blank("en")
     linker = nlp.add_pipe("sapbert_linker", config={"model": tiny_bert, "device": "cpu", "types": ["T04"]})
-    with pytest.raises(SapbertError, match=r"config key `types` names the type 'T04'.*close matches: T047"):
-        linker.initialize(vocabulary=toy_concepts)
+    encoded = []
+    original = Encoder.encode
+    with pytest.MonkeyPatch.context() as patch:  # said before the vocabulary is encoded (minutes at UMLS size), not after
+        patch.setattr(Encoder, "encode", lambda self, texts, **kw: encoded.append(len(texts)) or original(self, texts, **kw))
+        with pytest.raises(SapbertError, match=r"config key `types` names the type 'T04'.*close matches: T047"):
+            linker.initialize(vocabulary=iter(toy_concepts))
+    assert encoded == []
     linker.types = ()
     linker.initialize(vocabulary=toy_concepts)
     nlp.to_disk(tmp_path / "pipe")
