@@ -1,4 +1,5 @@
 import json
+import re
 from pathlib import Path
 
 import numpy
@@ -30,6 +31,14 @@ from spacy_sapbert.evaluation import (
 )
 from spacy_sapbert.kb import Concept, KnowledgeBase
 from spacy_sapbert.readers.corpora import Document, Mention
+
+
+def training_split(tmp_path, name="seen.txt"):
+    """corpus.txt again under other document ids: a --train or --memory corpus that is not the scored one (evaluate
+    refuses the scored file itself and warns of shared documents)."""
+    text = (tmp_path / "corpus.txt").read_text(encoding="utf8")
+    (tmp_path / name).write_text(re.sub(r"(?m)^(\w+)(?=[|\t])", r"train\1", text), encoding="utf8")
+    return tmp_path / name
 
 
 def vocabulary():
@@ -447,7 +456,7 @@ def test_evaluate_command_writes_report_and_plot_and_repeats_exactly(tmp_path, t
         "D1||Heart failure|cardiac failure\nD2||Liver cancer|hepatoma\nD3||Kidney disease|nephropathy\n", encoding="utf8"
     )
     args = ["evaluate", str(tmp_path / "corpus.txt"), "--vocab", str(tmp_path / "vocab.txt"), "--model", tiny_bert,
-            "--baselines", "--baseline-model", tiny_bert, "--train", str(tmp_path / "corpus.txt"),
+            "--baselines", "--baseline-model", tiny_bert, "--train", str(training_split(tmp_path)),
             "--cache-dir", str(tmp_path / "cache"), "--plot", str(tmp_path / "acc.png"), "--errors", str(tmp_path / "misses.jsonl")]
     runs = []
     for i in range(2):
@@ -623,7 +632,7 @@ def test_evaluate_command_tunes_the_memory_on_dev_and_reuses_the_settings(tmp_pa
         "D1||Heart failure|cardiac failure\nD2||Liver cancer|hepatoma\nD3||Kidney disease|nephropathy\n", encoding="utf8"
     )
     common = ["evaluate", str(tmp_path / "corpus.txt"), "--vocab", str(tmp_path / "vocab.txt"), "--model", tiny_bert,
-              "--memory", str(tmp_path / "corpus.txt"), "--protocol", "strict", "--cache-dir", str(tmp_path / "cache")]
+              "--memory", str(training_split(tmp_path)), "--protocol", "strict", "--cache-dir", str(tmp_path / "cache")]
     result = CliRunner().invoke(app, common + ["--tune-memory", "--output", str(tmp_path / "dev.json")])
     assert result.exit_code == 0, result.output
     dev = json.loads((tmp_path / "dev.json").read_text())
@@ -669,7 +678,7 @@ def test_a_memory_or_train_corpus_that_adds_nothing_is_an_error_naming_it(tmp_pa
         result = CliRunner().invoke(app, common + [option, str(tmp_path / "ncbi.txt")])
         assert result.exit_code == 1 and f"{option} {tmp_path / 'ncbi.txt'}: no gold mention" in result.output
         assert "SpecificDisease" in result.output and not (tmp_path / "out.json").exists()
-    assert CliRunner().invoke(app, common + ["--memory", str(tmp_path / "corpus.txt")]).exit_code == 0
+    assert CliRunner().invoke(app, common + ["--memory", str(training_split(tmp_path))]).exit_code == 0
 
 
 def test_memory_settings_are_tuned_and_reused_per_protocol(tmp_path, tiny_bert):
@@ -681,7 +690,7 @@ def test_memory_settings_are_tuned_and_reused_per_protocol(tmp_path, tiny_bert):
     (tmp_path / "memory.txt").write_text("\n".join(PUBTATOR.splitlines()[:3]) + "\n\n", encoding="utf8")  # Hepatoma only
     # no mention is a vocabulary name: only the memory and biosyn's training names can find them exactly
     (tmp_path / "vocab.txt").write_text("D1||Cardiac insufficiency\nD2||Liver cancer\nD3||Kidney disease\n", encoding="utf8")
-    common = dict(model=tiny_bert, train=[tmp_path / "corpus.txt"], memory=[tmp_path / "memory.txt"], cache_dir=tmp_path / "cache")
+    common = dict(model=tiny_bert, train=[training_split(tmp_path)], memory=[tmp_path / "memory.txt"], cache_dir=tmp_path / "cache")
     dev = evaluation.run_benchmark(tmp_path / "corpus.txt", [(tmp_path / "vocab.txt", "auto", {})], tune=True, **common)
     memory = dev["memory"]
     assert list(memory["grid"]) == ["strict", "biosyn"]
@@ -728,7 +737,7 @@ def test_run_benchmark_without_a_cache_encodes_the_vocabulary_once(tmp_path, tin
     builds = index_builds
     report = evaluation.run_benchmark(
         tmp_path / "corpus.txt", [(tmp_path / "vocab.txt", "auto", {})], model=tiny_bert,
-        memory=[tmp_path / "corpus.txt"], tune=True, protocols=["strict"], cache_dir=None,
+        memory=[training_split(tmp_path)], tune=True, protocols=["strict"], cache_dir=None,
     )
     assert len(builds) == 1
     assert report["memory"]["tuned_on_this_corpus"] and len(report["results"]) == 2
@@ -783,7 +792,7 @@ def test_evaluate_scores_a_reranker_through_the_component_and_refuses_one_of_ano
     for protocol in ("strict",):  # the re-ranker re-orders the top 10 of the same search (no --train: no biosyn row)
         assert report["results"][f"{name} + re-ranker"][protocol]["acc@10"] == report["results"][name][protocol]["acc@10"]
     # with a memory too: the re-ranker re-orders the memory's combined top 10
-    result = CliRunner().invoke(app, args + ["--memory", str(tmp_path / "corpus.txt"), "--output", str(tmp_path / "m.json")])
+    result = CliRunner().invoke(app, args + ["--memory", str(training_split(tmp_path)), "--output", str(tmp_path / "m.json")])
     assert result.exit_code == 0, result.output
     results = json.loads((tmp_path / "m.json").read_text())["results"]
     assert set(results) == {name, f"{name} + re-ranker", f"{name} + memory", f"{name} + memory + re-ranker"}
@@ -811,8 +820,8 @@ def test_evaluate_scores_several_rerank_weights_in_one_run_each_pair_once(tmp_pa
     original = Reranker._score
     monkeypatch.setattr(Reranker, "_score", lambda self, pairs: scored.extend(pairs) or original(self, pairs))
     args = ["evaluate", str(tmp_path / "corpus.txt"), "--vocab", str(tmp_path / "vocab.txt"), "--model", tiny_bert,
-            "--cache-dir", str(tmp_path / "cache"), "--reranker", str(tmp_path / "reranker"), "--memory", str(tmp_path / "corpus.txt"),
-            "--train", str(tmp_path / "corpus.txt")]
+            "--cache-dir", str(tmp_path / "cache"), "--reranker", str(tmp_path / "reranker"), "--memory", str(training_split(tmp_path)),
+            "--train", str(training_split(tmp_path))]
 
     def run(weights, output):
         result = CliRunner().invoke(app, args + [f"--rerank-weight={w}" for w in weights] + ["--output", str(tmp_path / output)])
@@ -906,3 +915,25 @@ def test_evaluate_caches_its_dictionaries_under_spacy_sapbert_home(tmp_path, tin
     result = CliRunner().invoke(app, ["evaluate", str(tmp_path / "corpus.txt"), "--vocab", str(tmp_path / "vocab.txt"), "--model", tiny_bert])
     assert result.exit_code == 0, result.output
     assert any((tmp_path / "home" / "eval-index").iterdir())
+
+
+def test_a_training_or_memory_corpus_that_is_the_scored_corpus_is_refused_and_shared_documents_are_warned_of(tmp_path, tiny_bert):
+    """--train or --memory naming the scored corpus put its own gold mentions in the dictionary or the memory: near 100%,
+    silently (found by an audit)."""
+    import warnings
+
+    from spacy_sapbert.evaluation import run_benchmark
+    from spacy_sapbert.readers.corpora import CorpusWarning
+
+    (tmp_path / "corpus.txt").write_text(PUBTATOR, encoding="utf8")
+    (tmp_path / "vocab.txt").write_text("D1||Heart failure\nD2||Liver cancer\nD3||Kidney disease\n", encoding="utf8")
+    vocab = [(tmp_path / "vocab.txt", "auto", {})]
+    for option in ("train", "memory"):
+        with pytest.raises(SapbertError, match=f"--{option} .*corpus.txt is the corpus being scored"):
+            run_benchmark(tmp_path / "corpus.txt", vocab, model=tiny_bert, **{option: [tmp_path / "corpus.txt"]})
+    (tmp_path / "copy.txt").write_text(PUBTATOR, encoding="utf8")
+    with pytest.warns(CorpusWarning, match=r"--train .*copy.txt shares 1 document\(s\) with the scored corpus"):
+        run_benchmark(tmp_path / "corpus.txt", vocab, model=tiny_bert, train=[tmp_path / "copy.txt"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CorpusWarning)
+        run_benchmark(tmp_path / "corpus.txt", vocab, model=tiny_bert, train=[training_split(tmp_path)])

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -74,6 +75,24 @@ def run_protocols(
     return results
 
 
+def check_no_leak(option: str, path: Path, documents, corpus: Path, scored_documents) -> None:
+    """Refuse a --train or --memory corpus that is the scored corpus itself (its mentions would be names of the
+    dictionary, or memory entries, of the very mentions scored: near 100%, silently); warn of documents the two share
+    (by id, where both have documents: a training split holding test abstracts)."""
+    if Path(path).resolve() == Path(corpus).resolve():
+        raise SapbertError(f"{option} {path} is the corpus being scored: its gold mentions would score themselves; give a training split")
+    if documents is None or scored_documents is None:
+        return
+    shared = sorted({d.id for d in documents} & {d.id for d in scored_documents})
+    if shared:
+        from ..readers.corpora import CorpusWarning
+
+        warnings.warn(
+            f"{option} {path} shares {len(shared)} document(s) with the scored corpus {corpus} (e.g. {shared[0]}): their gold "
+            "mentions help score themselves", CorpusWarning, stacklevel=3,
+        )
+
+
 def run_benchmark(
     corpus: Path,
     vocabularies: Sequence[Tuple[Path, str, Mapping]],
@@ -133,10 +152,11 @@ def run_benchmark(
     corpus_format = detect_corpus_format(corpus) if corpus_format == "auto" else corpus_format
     kb = KnowledgeBase(read_vocabularies(vocabularies))
     concepts = list(kb)
-    mentions, cuiless, _ = read_corpus(corpus, corpus_format, prep, labels)
+    mentions, cuiless, scored_documents = read_corpus(corpus, corpus_format, prep, labels)
     extra: List[Tuple[str, str]] = []
     for path in train:
         train_mentions, _, documents = read_corpus(path, detect_corpus_format(path), prep, labels)
+        check_no_leak("--train", path, documents, corpus, scored_documents)
         names = training_names(train_mentions, kb, new_concepts=True)
         if not names:  # the biosyn rows would silently be the strict ones
             raise no_mentions_error(f"--train {path}", labels, present=corpus_labels(documents))
@@ -150,6 +170,7 @@ def run_benchmark(
     memory_mentions: List[Tuple[str, str]] = []
     for path in memory:
         memory_corpus, _, documents = read_corpus(path, detect_corpus_format(path), prep, labels)
+        check_no_leak("--memory", path, documents, corpus, scored_documents)
         remembered = [(text, concept_id) for concept_id, text in training_names(memory_corpus, kb)]
         if not remembered:  # the memory rows would silently be missing
             raise no_mentions_error(f"--memory {path}", labels, reachable_only=True, present=corpus_labels(documents))
