@@ -937,3 +937,14 @@ def test_a_training_or_memory_corpus_that_is_the_scored_corpus_is_refused_and_sh
     with warnings.catch_warnings():
         warnings.simplefilter("error", CorpusWarning)
         run_benchmark(tmp_path / "corpus.txt", vocab, model=tiny_bert, train=[training_split(tmp_path)])
+
+
+def test_tfidf_looks_deeper_when_the_first_names_fill_fewer_than_k_concepts():
+    """It looked 8k + 32 names deep: nine concepts of thirteen close names each filled that depth, and the tenth
+    concept was never ranked (found by an audit)."""
+    concepts = [Concept(f"C{i}", f"abc disease {i}", [f"abc disease {i} v{j}" for j in range(12)]) for i in range(9)]
+    concepts += [Concept("GOLD", "abc zzzzz")] + [Concept(f"F{i}", f"qqq rrr {i}") for i in range(5)]
+    [hits] = TfidfRetriever(concepts).rank(["abc disease"], k=10)
+    assert len(hits) == 10 and hits[-1][0] == "GOLD"
+    [few] = TfidfRetriever(concepts).rank(["zzzzz"], k=10)  # fewer concepts share a 3-gram with it: all of those
+    assert [cid for cid, _ in few] == ["GOLD"]
