@@ -175,6 +175,7 @@ def test_xlbel_open_subset_scores_only_reachable_queries_and_counts_the_rest(tmp
     assert report["n_mentions"] == 2 and report["n_missing_gold"] == 1 and report["n_concepts"] == 3
     assert report["results"]["exact match"]["strict"]["acc@1"] == 1.0  # both names reach their CUIs
     assert "1 with no gold id in the vocabulary left out" in result.output
+    assert report["preprocessing"]["abbreviations"] is False  # no document text to resolve them from (it said True)
     result = CliRunner().invoke(app, args + ["--output", str(tmp_path / "all.json")])
     report = json.loads((tmp_path / "all.json").read_text())
     assert report["n_mentions"] == 3 and report["results"]["exact match"]["strict"]["acc@1"] == pytest.approx(2 / 3)

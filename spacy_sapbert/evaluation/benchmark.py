@@ -294,7 +294,8 @@ def run_benchmark(
         "preprocessing": {
             "lowercase": prep.lowercase,
             "remove_punctuation": prep.remove_punctuation,
-            "abbreviations": prep.abbreviations,
+            # resolved from each document's text: a query-only format (biosyn .concept, XL-BEL) has none to resolve them
+            "abbreviations": prep.abbreviations and scored_documents is not None,
             "spell_check_entries": len(prep.spell_check),
         },
         "model": model,
