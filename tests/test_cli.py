@@ -336,6 +336,13 @@ def test_inputs_that_leave_nothing_are_errors_and_an_earlier_output_stays(built_
     assert result.exit_code == 1 and error_line(result) == "error: --max-pairs, --seed do not apply with --corpus"
     result = runner.invoke(app, ["pairs", str(earlier), str(tmp_path / "pairs.txt"), "--labels", "Disease"])
     assert result.exit_code == 1 and error_line(result) == "error: --labels does not apply without --corpus"
+    for args, said in ((["--sources", "MSH"], "--sources applies to --mrconso, not to vocabulary files"),
+                       (["--languages", "SPA", "--exclude-sources", "X"], "--exclude-sources, --languages apply to --mrconso")):
+        result = runner.invoke(app, ["extract", str(tmp_path / "empty.obo"), "-o", str(earlier), *args])
+        assert result.exit_code == 1 and said in error_line(result)
+    result = runner.invoke(app, ["extract", "--mrconso", str(tmp_path / "empty.obo"), "--mesh-trees", "C", "-o", str(earlier)])
+    assert result.exit_code == 1 and "--mesh-trees applies to vocabulary files, not to --mrconso" in error_line(result)
+    assert earlier.read_text() == "D1||heart failure\n"
     result = runner.invoke(app, ["pairs", str(earlier), str(tmp_path / "pairs.txt"), "--composites", "skip"])
     assert result.exit_code == 1 and error_line(result) == "error: --composites does not apply without --corpus"
     result = runner.invoke(app, fine_tune + ["--composites", "split"])
