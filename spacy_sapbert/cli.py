@@ -812,15 +812,15 @@ def add_reranker_command(
     from .reranker import check_rerank_backend
 
     check_pipeline_output(output, overwrite)
-    check_file_outputs(report, inputs=[tune_weight_on])
+    check_file_outputs(report, inputs=[tune_weight_on, pipeline, reranker], output_dirs=[output])
     if not reranker.is_dir():  # a re-ranker is a folder train-reranker wrote, never a hub name to download
         raise SapbertError(f"{reranker}: no such re-ranker folder (train-reranker writes one, its model/ inside)")
     check_rerank_backend(rerank_backend, "--rerank-backend")
     check_rerank_weight(rerank_weight, "--rerank-weight")
     for value in weight:
         check_rerank_weight(value, "--weight")
-    if (report or label) and not tune_weight_on:
-        raise SapbertError("--report and --label describe --tune-weight-on; give it a dev corpus")
+    if (report or label or weight) and not tune_weight_on:
+        raise SapbertError("--report, --label and --weight describe --tune-weight-on; give it a dev corpus (or set --rerank-weight)")
     component = choose_linker_name(linker_names(spacy.util.load_config(pipeline / "config.cfg")), component)
 
     def with_reranker(weight_: float):
@@ -880,7 +880,10 @@ def choose_pipeline_command(
     from .pipeline import save_pipeline
 
     check_pipeline_output(output, overwrite)
-    check_file_outputs(report)
+    check_file_outputs(report, inputs=[corpus, *pipelines], output_dirs=[output])
+    for path in pipelines:  # every candidate, before the first is scored
+        if not (path / "config.cfg").is_file():
+            raise SapbertError(f"{path}: not a saved pipeline (no config.cfg)")
     documents = read_annotated_corpus(corpus, label)
     scores, best, best_nlp = [], 0, None
     for number, path in enumerate(pipelines):

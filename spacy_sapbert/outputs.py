@@ -157,27 +157,38 @@ def remove_own_folder(folder: Path, is_own: Callable[[str], bool], what: str) ->
     shutil.rmtree(folder)
 
 
-def check_file_outputs(*paths: Optional[Path], inputs: Sequence[Optional[Path]] = ()) -> None:
+def check_file_outputs(
+    *paths: Optional[Path], inputs: Sequence[Optional[Path]] = (), output_dirs: Sequence[Optional[Path]] = ()
+) -> None:
     """Refuse, before any work, an output file path that is a folder or lies under a file (the write at the
-    end of a long run would fail there and lose the run), that is one of the command's `inputs` (it would be
-    replaced by what was read from it), or that another output of the same command also names. None entries
+    end of a long run would fail there and lose the run), that is one of the command's `inputs` or lies inside an
+    input folder (a pipeline's config.cfg: it would be replaced by what was read from it), that is or lies inside a
+    folder the command writes (`output_dirs`), or that another output of the same command also names. None entries
     (outputs or inputs not given) are skipped."""
     read = {Path(path).resolve() for path in inputs if path is not None}
+    written = {Path(path).resolve() for path in output_dirs if path is not None}
     seen: set = set()
     for path in paths:
         if path is None:
             continue
         path = Path(path)
-        if path.resolve() in read:
-            raise OutputExistsError(f"the output {path} is also an input of this command; write it to another file")
-        if path.resolve() in seen:
+        resolved = path.resolve()
+        if resolved in read or any(folder in read for folder in resolved.parents):
+            raise OutputExistsError(f"the output {path} is also an input of this command, or inside one; write it to another file")
+        if resolved in written or any(folder in written for folder in resolved.parents):
+            raise OutputExistsError(f"the output {path} is the folder this command writes, or inside it; write it to another file")
+        if resolved in seen:
             raise OutputExistsError(f"the output {path} is named twice; give each output its own file")
-        seen.add(path.resolve())
+        seen.add(resolved)
         if path.is_dir():
             raise OutputExistsError(f"the output {path} is a folder, not a file; choose a file path")
         blocking = next((parent for parent in path.parents if parent.exists() and not parent.is_dir()), None)
         if blocking is not None:
             raise OutputExistsError(f"the output {path} cannot be written: {blocking} is a file, not a folder")
+    for path in seen:  # "-o out/x.spacy --report out": the report would be the other output's folder
+        inside = next((other for other in seen if path in other.parents), None)
+        if inside is not None:
+            raise OutputExistsError(f"the output {path} is the folder of another output, {inside}; write it to another file")
 
 
 def check_pipeline_output(output: Path, overwrite: bool) -> None:

@@ -316,6 +316,20 @@ def test_an_output_that_is_an_input_or_named_twice_is_refused_and_the_input_kept
         assert kept.read_bytes() == before
     result = runner.invoke(app, ["extract", str(tmp_path / "vocab.txt"), "-o", str(tmp_path / "x"), "--name-languages", str(tmp_path / "x")])
     assert result.exit_code == 1 and "named twice" in error_line(result)
+    # a report over a file inside an input pipeline, over the dev corpus, or in the folder being written (found by an
+    # audit: choose-pipeline's --report replaced the dev corpus, and a candidate's config.cfg)
+    config = built_pipeline / "config.cfg"
+    before = config.read_bytes(), corpus.read_bytes()
+    for report, said in ((config, "is also an input of this command, or inside one"), (corpus, "is also an input"),
+                         (tmp_path / "chosen" / "r.json", "is the folder this command writes, or inside it")):
+        result = runner.invoke(app, ["choose-pipeline", str(corpus), str(built_pipeline), "--output", str(tmp_path / "chosen"),
+                                     "--report", str(report)])
+        assert result.exit_code == 1 and said in error_line(result), report
+    assert (config.read_bytes(), corpus.read_bytes()) == before and not (tmp_path / "chosen").exists()
+    result = runner.invoke(app, ["convert", str(corpus), "-o", str(tmp_path / "cv" / "out.spacy"), "--report", str(tmp_path / "cv")])
+    assert result.exit_code == 1 and "is the folder of another output" in error_line(result)
+    result = runner.invoke(app, ["choose-pipeline", str(corpus), str(built_pipeline), str(tmp_path / "nope"), "--output", str(tmp_path / "c2")])
+    assert result.exit_code == 1 and error_line(result) == f"error: {tmp_path / 'nope'}: not a saved pipeline (no config.cfg)"
 
 
 def test_inputs_that_leave_nothing_are_errors_and_an_earlier_output_stays(built_pipeline, tmp_path):

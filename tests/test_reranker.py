@@ -501,6 +501,14 @@ def test_a_bfloat16_reranker_scores_near_float32_keeps_float32_weights_and_is_a_
     assert as_float32.get_pipe("sapbert_linker").reranker.runtime is as_float32.get_pipe("sapbert_linker").reranker.members
     result = CliRunner().invoke(app, args[:-1] + [str(tmp_path / "other"), "--rerank-backend", "torch-int8"])
     assert result.exit_code == 1 and "--rerank-backend is 'torch-int8'; choose one of" in result.output
+    # a --report over the re-ranker it reads, and --weight without --tune-weight-on (saved with 1.0), are refused
+    meta = (tmp_path / "ens" / "reranker.json").read_bytes()
+    result = CliRunner().invoke(app, args[:-1] + [str(tmp_path / "o2"), "--tune-weight-on", str(tmp_path / "ens" / "x.txt"),
+                                                  "--report", str(tmp_path / "ens" / "reranker.json")])
+    assert result.exit_code == 1 and "is also an input of this command, or inside one" in result.output
+    assert (tmp_path / "ens" / "reranker.json").read_bytes() == meta
+    result = CliRunner().invoke(app, args[:-1] + [str(tmp_path / "o3"), "--weight", "0.3"])
+    assert result.exit_code == 1 and "--weight describe --tune-weight-on" in result.output
 
     with pytest.raises(SapbertError, match=r"config key `rerank_backend` is 'onnx'; choose one of \['torch', 'torch-bf16', 'torch-fp16'\]"):
         spacy.blank("en").add_pipe("sapbert_linker", config={"model": tiny_bert, "rerank_backend": "onnx"})
