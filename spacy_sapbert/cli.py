@@ -595,15 +595,16 @@ def demo_command(
 
     nlp = _load(pipeline)
     linker = the_linker(nlp, component)
-    finder = "the NER" if any(nlp.get_pipe_meta(name).factory == "ner" for name in nlp.pipe_names) else "the dictionary matcher"
-    typer.echo(f"{text}\n\nMentions found by {finder}:")
+    factories = {nlp.get_pipe_meta(name).factory for name in nlp.pipe_names}
+    finder = "the NER" if "ner" in factories else "the dictionary matcher" if "entity_ruler" in factories else None
+    typer.echo(f"{text}\n\n" + (f"Mentions found by {finder}:" if finder else "Mentions found: (the pipeline has no NER or matcher)"))
     for row in doc_to_json(nlp(text), [proc for _, proc in require_linkers(nlp)])["ents"]:
         _echo_link(row["text"], row["kb_id"], row["name"], row["score"])
     typer.echo("\nFree-form mentions linked by the encoder alone:")
     if pipeline is None:
         typer.echo("  (lay terms, read by the offline default's general-purpose MiniLM, not trained on biomedical names: "
                    "some of these links are wrong; pass a SapBERT-trained pipeline with --pipeline)")
-    for text_, hits in zip(mention, linker.search_texts(mention)):
+    for text_, hits in zip(mention, linker.search_texts(mention, types=linker.allowed_types(""))):  # its `types` hold
         best = hits[0] if hits else (None, None)
         concept = linker.concept(best[0]) if best[0] else None
         _echo_link(text_, best[0], concept.name if concept else None, best[1])

@@ -258,6 +258,21 @@ def test_demo_and_add_memory_need_component_when_a_pipeline_has_two_linkers(two_
     assert nlp.get_pipe("disease_linker").memory.ids == ["D2"] and nlp.get_pipe("chemical_linker").memory is None
 
 
+def test_demo_links_free_form_mentions_within_the_linkers_types(tmp_path, tiny_bert):
+    """demo searched its free-form mentions without the linker's `types`: a concept the pipeline never returns was
+    printed (found by an audit). Without a NER or matcher it says so, not "the dictionary matcher"."""
+    from spacy_sapbert.kb import Concept
+    from spacy_sapbert.pipeline import build_pipeline
+
+    concepts = [Concept("HP:1", "Seizure", types=["phenotype"]), Concept("MONDO:1", "Epilepsy", types=["disease"])]
+    build_pipeline(concepts, tiny_bert, label=None, linker_config={"types": ["disease"]}).to_disk(tmp_path / "typed")
+    result = runner.invoke(app, ["demo", "--pipeline", str(tmp_path / "typed"), "--text", "Seizure.", "--mention", "seizure"])
+    assert result.exit_code == 0, result.output
+    free_form = result.output.split("Free-form")[1]
+    assert "MONDO:1" in free_form and "HP:1" not in free_form
+    assert "(the pipeline has no NER or matcher)" in result.output
+
+
 def test_commands_on_a_pipeline_without_linker_fail_in_one_line(tmp_path):
     import spacy
 
