@@ -433,6 +433,8 @@ def _model_and_pooling(model: Optional[str], pooling: Optional[str], offline_def
 def _input_texts(text: Optional[str], file: Optional[Path], keep_blank: bool = False) -> Iterator[str]:
     """TEXT, or the lines of --file or standard input (their "\n" or "\r\n" removed). `keep_blank`: a blank line is a
     document too, so that outputs line up with input lines (link); else it is skipped (visualize)."""
+    if text is not None and file is not None:
+        raise SapbertError("give TEXT or --file, not both")
     if text is not None:
         yield text
         return
@@ -444,9 +446,9 @@ def _input_texts(text: Optional[str], file: Optional[Path], keep_blank: bool = F
         if hasattr(sys.stdin, "reconfigure"):  # undecodable bytes typed or piped in become U+FFFD, not a crash
             sys.stdin.reconfigure(errors="replace")
         lines = (line.rstrip("\n").removesuffix("\r") for line in sys.stdin)
-    for number, line in enumerate(lines):
-        if number == 0 and file is None:
-            line = line.removeprefix("\ufeff")  # a byte order mark piped in, as numbered_lines drops it from a file
+    for line in lines:
+        if file is None:  # a byte order mark piped in (each file of a `cat a b` has one), as numbered_lines drops it
+            line = line.removeprefix("\ufeff")
         if keep_blank or line.strip():
             yield line
 
@@ -512,6 +514,10 @@ def link_command(
     from .pipeline import doc_to_json, require_linkers
 
     documents = _input_documents(text, file, format)
+    if file is not None:  # before the pipeline is loaded (seconds), not after
+        from .readers import check_file
+
+        check_file(file)
     ids: deque = deque()
 
     longest: Dict[str, Any] = {"max_length": None, "error": None}
@@ -563,10 +569,16 @@ def visualize_command(
     from .visualize import displacy_doc, render_page
 
     check_file_outputs(output, inputs=[file])
-
+    if output is not None and (port != 5000 or host != "0.0.0.0"):
+        raise SapbertError("--port and --host are the server's; with --output the page is written, not served")
+    texts = list(_input_texts(text, file))  # one page of them all: read (and checked) before the pipeline is loaded
     nlp = _load(pipeline)
+    for number, doc_text in enumerate(texts, start=1):
+        if len(doc_text) > nlp.max_length:
+            raise SapbertError(f"document {number} has {len(doc_text):,} characters, more than the pipeline's nlp.max_length "
+                               f"({nlp.max_length:,}); split it")
     linkers = [linker for _, linker in require_linkers(nlp)]
-    doc_jsons = [doc_to_json(doc, linkers) for doc in nlp.pipe(_input_texts(text, file))]
+    doc_jsons = [doc_to_json(doc, linkers) for doc in nlp.pipe(texts)]
     if output is not None:
         atomic_write_text(output, render_page(doc_jsons))
         typer.echo(f"{output} written ({len(doc_jsons)} documents)")

@@ -477,6 +477,19 @@ def test_link_input_a_bom_on_stdin_text_with_file_and_a_document_over_max_length
     assert result.exit_code == 1 and "document 3 (input line 3) has 1,200,000 characters" in result.output
     rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     assert [row["text"] for row in rows] == ["hepatoma", "nephropathy"]  # the documents before it, printed
+    # a BOM at the start of a later line (files joined by cat), TEXT with --file and a long document in visualize
+    result = runner.invoke(app, ["link", "--pipeline", str(built_pipeline)], input="nephropathy\n\ufeffhepatoma\n")
+    rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert [row["text"] for row in rows] == ["nephropathy", "hepatoma"] and rows[1]["ents"][0]["kb_id"] == "D2"
+    result = runner.invoke(app, ["visualize", "hepatoma", "--pipeline", str(built_pipeline), "--file", str(tmp_path / "docs.txt"),
+                                 "-o", str(tmp_path / "page.html")])
+    assert result.exit_code == 1 and "give TEXT or --file, not both" in result.output
+    result = runner.invoke(app, ["visualize", "--pipeline", str(built_pipeline), "--file", str(tmp_path / "long.txt"), "-o", str(tmp_path / "page.html")])
+    assert result.exit_code == 1 and "document 3 has 1,200,000 characters" in result.output and not (tmp_path / "page.html").exists()
+    result = runner.invoke(app, ["visualize", "x", "--pipeline", str(built_pipeline), "-o", str(tmp_path / "page.html"), "--port", "1"])
+    assert result.exit_code == 1 and "--port and --host are the server's" in result.output
+    result = runner.invoke(app, ["link", "--pipeline", str(tmp_path / "no-pipeline"), "--file", str(tmp_path / "none.txt")])
+    assert result.exit_code == 1 and "none.txt" in result.output  # the missing file is said first
 
 
 @pytest.mark.parametrize("signal_name, status", [("SIGINT", 130), ("SIGTERM", 143)])
