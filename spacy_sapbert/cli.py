@@ -474,6 +474,8 @@ def _input_documents(text: Optional[str], file: Optional[Path], format: str) -> 
 def _ray_settings(address: Optional[str], workers: int, cpus: float, gpus: float):
     """The distributed.RaySettings of the --ray options, or None without --ray."""
     if address is None:
+        if (workers, cpus, gpus) != (2, 1.0, 0.0):  # the options' defaults: set, they would do nothing without --ray
+            raise SapbertError("--ray-workers, --ray-cpus and --ray-gpus describe --ray; give it the cluster's address")
         return None
     from .distributed import RaySettings, check_address
 

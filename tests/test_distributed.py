@@ -131,11 +131,14 @@ def test_an_unreachable_cluster_is_a_one_line_error_naming_the_setting(tmp_path,
     assert not (tmp_path / "out").exists() and not (tmp_path / "out.chunks").exists()
 
 
-def test_ray_settings_out_of_range_are_refused():
+def test_ray_settings_out_of_range_or_without_ray_are_refused(tmp_path):
     with pytest.raises(SapbertError, match="--ray-workers"):
         RaySettings(workers=0)
     with pytest.raises(SapbertError, match="--ray-cpus"):
         RaySettings(cpus_per_worker=0)
+    for command in (["link", "x"], ["build-index", str(tmp_path / "v.txt"), str(tmp_path / "out")]):  # accepted, did nothing
+        result = runner.invoke(app, [*command, "--ray-workers", "5"])
+        assert "--ray-workers, --ray-cpus and --ray-gpus describe --ray" in error_line(result), command
 
 
 def test_link_reads_pubtator_and_names_each_document_by_its_pmid(tmp_path, tiny_bert):
