@@ -215,6 +215,9 @@ def assemble_command(
     from .readers import read_vocabularies, vocabulary_specs
 
     check_pipeline_output(output, overwrite)
+    ignored = [name for name, given in (("--label", label != "ENTITY"), ("--mesh-trees", bool(mesh_trees)), ("--vocab-format", vocab_format != "auto")) if given]
+    if ignored and not matcher_vocab:  # they describe the dictionary matcher: without one they would do nothing
+        raise SapbertError(f"{', '.join(ignored)} {'describe' if len(ignored) > 1 else 'describes'} the dictionary matcher; give --matcher-vocab")
     nlp = spacy.load(linker_pipeline)
     first_linker = require_linkers(nlp)[0][0]
     if ner:  # before a dictionary matcher build-index made: the matcher then adds only what the NER left free

@@ -67,6 +67,8 @@ def test_assemble_puts_the_trained_ner_before_the_linker_self_contained(toy_ner,
     with pytest.warns(ConfigWarning, match="no component finds mentions"):
         result = runner.invoke(app, ["assemble", str(linker_only), str(tmp_path / "blind")])
     assert result.exit_code == 0 and spacy.load(tmp_path / "blind")("Patients with hepatoma.").ents == ()
+    result = runner.invoke(app, ["assemble", str(linker_only), str(tmp_path / "labelled"), "--ner", str(toy_ner), "--label", "Disease"])
+    assert result.exit_code == 1 and "--label describes the dictionary matcher; give --matcher-vocab" in result.output  # it did nothing
     doc = nlp("Patients with hepatoma were treated.")
     assert [(e.text, e.label_) for e in doc.ents] == [("hepatoma", "Disease")]
     assert doc.ents[0].kb_id_ in {"D1", "D2", "D3"} and doc.ents[0]._.kb_ents
