@@ -101,11 +101,14 @@ class ConversionReport:
 def parse_label_map(items: Iterable[str], base: Mapping[str, str] = DEFAULT_LABEL_MAP) -> Dict[str, str]:
     """`base` updated with ``TYPE=LABEL`` items (a CLI option); an item without '=' is an error naming it."""
     label_map = dict(base)
+    given: Dict[str, str] = {}
     for item in items:
         corpus_type, sep, label = item.partition("=")
         if not sep or not corpus_type.strip() or not label.strip():
             raise SapbertError(f"--label-map {item!r}: expected TYPE=LABEL, e.g. SpecificDisease=Disease")
-        label_map[corpus_type.strip()] = label.strip()
+        if given.get(corpus_type.strip(), label.strip()) != label.strip():  # the last one won, silently
+            raise SapbertError(f"--label-map maps {corpus_type.strip()} twice ({given[corpus_type.strip()]}, {label.strip()}); give one")
+        given[corpus_type.strip()] = label_map[corpus_type.strip()] = label.strip()
     return label_map
 
 

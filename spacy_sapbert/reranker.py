@@ -338,6 +338,9 @@ def combine_rerankers(folders: Sequence[Union[str, Path]], output: Path) -> None
     folders = [Path(folder) for folder in folders]
     if len(folders) < 2:
         raise SapbertError("an ensemble needs at least two re-ranker folders")
+    twice = next((folder for number, folder in enumerate(folders) if folder.resolve() in {f.resolve() for f in folders[:number]}), None)
+    if twice is not None:  # its logit would count twice, at twice the cost
+        raise SapbertError(f"{twice} is given twice; an ensemble combines different re-rankers (other seeds)")
     metas = [read_meta(folder) for folder in folders]
     for folder, meta in zip(folders, metas):
         if not meta.get("trained_on"):

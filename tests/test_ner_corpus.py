@@ -98,6 +98,9 @@ def test_whitespace_at_a_mention_end_is_trimmed():
 def test_a_bad_label_map_item_is_an_error_naming_it():
     with pytest.raises(SapbertError, match="Gene:Gene"):
         parse_label_map(["Gene:Gene"])
+    with pytest.raises(SapbertError, match="maps Modifier twice"):  # the last one won, silently
+        parse_label_map(["Modifier=A", "Modifier=B"])
+    assert parse_label_map(["Modifier=A", "Modifier=A"])["Modifier"] == "A"
 
 
 PUBTATOR = (

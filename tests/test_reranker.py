@@ -391,6 +391,7 @@ def test_combine_rerankers_refuses_members_that_differ_and_outputs_it_did_not_wr
     write_meta(second, 48, meta["max_names"], meta["trained_on"])  # pairs cut at another length
     assert "max_length" in combine(first, second, "--output", tmp_path / "ens") and str(second) in combine(first, second, "--output", tmp_path / "ens")
     assert "trained re-ranker" in combine(first, tiny_bert, "--output", tmp_path / "ens")  # a base model, not trained
+    assert "is given twice" in combine(first, first, "--output", tmp_path / "ens")  # its logit counted twice, at twice the cost
     assert not (tmp_path / "ens").exists()
     write_meta(second, 32, meta["max_names"], meta["trained_on"])
     old_format = {key: value for key, value in meta.items() if key != "context_words"}  # written before context_words
