@@ -181,6 +181,7 @@ def build_index_command(
         "context_window": context_window,
     }
     _check_linker_options(linker_config)  # before the vocabulary is read (minutes for UMLS)
+    _check_lang(lang)
     options = {key: str(path) for key, path in (("mrsty", mrsty), ("mrdef", mrdef)) if path}
     concepts = list(read_vocabulary(str(vocabulary), format, strict=strict, **options))
     typer.echo(f"{len(concepts)} concepts read from {vocabulary}", err=True)
@@ -282,6 +283,7 @@ def convert_command(
     check_file_outputs(output, report, inputs=corpora)
 
     mapping = parse_label_map(label_map)
+    _check_lang(lang)
     nlp = spacy.blank(lang)
     primary_id = _kb_primary_id(kb_ids) if kb_ids else None
     doc_bin = DocBin()
@@ -412,6 +414,16 @@ def _check_linker_options(linker_config: Dict[str, Any]) -> None:
         check_config(**{key: values[key] for key in parameters if key in values})
     except SapbertError as err:
         raise SapbertError(re.sub(r"sapbert_linker config key `(\w+)`", lambda m: "--" + m.group(1).replace("_", "-"), str(err))) from err
+
+
+def _check_lang(lang: str) -> None:
+    """--lang names a language spaCy has (an unknown one failed with spaCy's ImportError after the vocabulary was read)."""
+    import spacy
+
+    try:
+        spacy.blank(lang)
+    except ImportError as err:
+        raise SapbertError(f"--lang {lang!r} is not a language code spaCy knows (en, de, es, ...): {str(err).splitlines()[0]}") from err
 
 
 def _max_length(model: str, max_length: Optional[int]) -> int:

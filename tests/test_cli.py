@@ -343,6 +343,9 @@ def test_an_output_that_is_an_input_or_named_twice_is_refused_and_the_input_kept
     assert (config.read_bytes(), corpus.read_bytes()) == before and not (tmp_path / "chosen").exists()
     result = runner.invoke(app, ["convert", str(corpus), "-o", str(tmp_path / "cv" / "out.spacy"), "--report", str(tmp_path / "cv")])
     assert result.exit_code == 1 and "is the folder of another output" in error_line(result)
+    for command in (["convert", str(corpus), "-o", str(tmp_path / "x.spacy")], ["build-index", str(tmp_path / "vocab.txt"), str(tmp_path / "b")]):
+        result = runner.invoke(app, [*command, "--lang", "zz"])  # spaCy's ImportError, after the vocabulary was read
+        assert result.exit_code == 1 and "--lang 'zz' is not a language code spaCy knows" in error_line(result), command
     result = runner.invoke(app, ["choose-pipeline", str(corpus), str(built_pipeline), str(tmp_path / "nope"), "--output", str(tmp_path / "c2")])
     assert result.exit_code == 1 and error_line(result) == f"error: {tmp_path / 'nope'}: not a saved pipeline (no config.cfg)"
 
