@@ -6,6 +6,7 @@ import difflib
 import itertools
 import json
 import os
+import secrets
 import shutil
 import tempfile
 import typing
@@ -87,13 +88,20 @@ _LIVE_LINKERS: "weakref.WeakSet[SapbertLinker]" = weakref.WeakSet()
 _CREATION_ORDER = itertools.count()
 
 
-def live_linker(vocab, name: str) -> "SapbertLinker":
+def _linked_by_key(name: str) -> Tuple[str, str, str]:
+    return ("spacy_sapbert", "linked_by", name)  # doc.user_data: which linker of that name linked the doc
+
+
+def live_linker(vocab, name: str, doc: Optional[Doc] = None) -> "SapbertLinker":
     """The sapbert_linker called `name` of the pipeline that owns `vocab`.
 
     spaCy hands a candidate generator or a KB loader only the KB or the vocab, not the pipeline; this
-    finds the linker whose index backs them (every linker made is remembered, weakly).
+    finds the linker whose index backs them (every linker made is remembered, weakly). Where pipelines share one
+    vocab (spacy.load(..., vocab=...)), the linker that linked `doc` is the one; else the newest.
     """
     found = [linker for linker in list(_LIVE_LINKERS) if linker.vocab is vocab and linker.name == name]
+    linked_by = doc.user_data.get(_linked_by_key(name)) if doc is not None and len(found) > 1 else None
+    found = [linker for linker in found if linker._token == linked_by] or found
     if not found:
         others = sorted({linker.name for linker in list(_LIVE_LINKERS) if linker.vocab is vocab})
         sourced = any(linker.name == name for linker in list(_LIVE_LINKERS))
@@ -333,6 +341,7 @@ class SapbertLinker(Pipe):
         self.reranker: Optional[Reranker] = None
         self.context_window = context_window
         self._creation = next(_CREATION_ORDER)
+        self._token = secrets.token_hex(8)  # names this linker in the docs it links (live_linker)
         _LIVE_LINKERS.add(self)
 
     @property
@@ -664,6 +673,7 @@ class SapbertLinker(Pipe):
         """Write the best id to `span.kb_id_` and the ranked candidates to `span._.kb_ents`; tokens outside the
         entities keep their annotation (missing, blocked or outside), as the NER left it."""
         for doc, doc_candidates in zip(docs, candidates):
+            doc.user_data[_linked_by_key(self.name)] = self._token
             linked = {}
             for ent, hits in zip(self.mentions(doc), doc_candidates):
                 linked[(ent.start, ent.end, ent.label)] = hits

@@ -125,7 +125,7 @@ def candidate_generator(
     _check_temperature(temperature)
 
     def get_candidates(kb: KnowledgeBase, span: Span) -> Iterable[Candidate]:
-        return span_candidates(kb, live_linker(kb.vocab, component), [span], temperature)[0]
+        return span_candidates(kb, live_linker(kb.vocab, component, span.doc), [span], temperature)[0]
 
     return get_candidates
 
@@ -138,7 +138,8 @@ def candidate_batch_generator(
     _check_temperature(temperature)
 
     def get_candidates_batch(kb: KnowledgeBase, spans: Iterable[Span]) -> Iterator[List[Candidate]]:
-        return iter(span_candidates(kb, live_linker(kb.vocab, component), list(spans), temperature))
+        spans = list(spans)
+        return iter(span_candidates(kb, live_linker(kb.vocab, component, spans[0].doc if spans else None), spans, temperature))
 
     return get_candidates_batch
 

@@ -79,6 +79,26 @@ def test_candidates_are_the_linkers_kb_ents(cold_nlp):
     assert [list(candidates) for candidates in candidate_batch_generator()(kb, doc.ents)] == [[], []]
 
 
+def test_pipelines_sharing_a_vocab_each_get_their_own_linkers_candidates(cold_nlp, tmp_path):
+    """spacy.load(..., vocab=shared): both linkers have that vocab and name, and the newest answered for both, so the
+    first pipeline's EntityLinker got the other index's candidates (found by an audit). The doc says who linked it."""
+    from spacy_sapbert.kb import Concept
+    from spacy_sapbert.spacy_kb import candidate_batch_generator, candidate_generator
+
+    cold_nlp.to_disk(tmp_path / "first")
+    other = spacy.load(tmp_path / "first", vocab=cold_nlp.vocab)
+    other.get_pipe("sapbert_linker").initialize(vocabulary=[Concept("X9", "common cold"), Concept("X8", "fever")])
+    kb = lookup_kb(cold_nlp.get_pipe("sapbert_linker"), cold_nlp.vocab)
+    doc = cold_nlp("A cold with pyrexia.")
+    own = [[cid for cid, _ in ent._.kb_ents] for ent in doc.ents]
+    assert [[c.entity_ for c in cands] for cands in candidate_batch_generator()(kb, doc.ents)] == own
+    assert [c.entity_ for c in candidate_generator()(kb, doc.ents[0])] == own[0]
+    other_doc = other("A cold with pyrexia.")
+    other_kb = lookup_kb(other.get_pipe("sapbert_linker"), other.vocab)
+    assert [c.entity_ for c in candidate_generator()(other_kb, other_doc.ents[0])] == [cid for cid, _ in other_doc.ents[0]._.kb_ents]
+    assert {cid for cid, _ in other_doc.ents[0]._.kb_ents} <= {"X8", "X9"}  # and the other's own, for its doc
+
+
 def test_a_candidate_generator_names_a_missing_linker(cold_nlp):
     from spacy_sapbert.spacy_kb import candidate_generator
 
