@@ -1,6 +1,7 @@
 """Command line: `python -m spacy_sapbert COMMAND --help`."""
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import os
@@ -58,6 +59,8 @@ class OneLineErrors(TyperGroup):
     """Every command's errors as one line on stderr and a non-zero exit; `--debug` keeps the traceback."""
 
     def invoke(self, ctx):
+        formatted = warnings.formatwarning
+        warnings.formatwarning = functools.partial(_one_line_warning, formatted)
         try:
             return super().invoke(ctx)
         except _PASS_THROUGH:
@@ -75,6 +78,16 @@ class OneLineErrors(TyperGroup):
             if _DEBUG["on"] or os.environ.get("SPACY_SAPBERT_DEBUG"):
                 raise
             raise CommandError(describe_error(err)) from err
+        finally:
+            warnings.formatwarning = formatted
+
+
+def _one_line_warning(formatted, message, category, filename, lineno, line=None) -> str:
+    """A warning as one line, like the errors, not with the file and source line that raised it (`--debug` keeps
+    those: `formatted`, Python's own)."""
+    if _DEBUG["on"] or os.environ.get("SPACY_SAPBERT_DEBUG"):
+        return formatted(message, category, filename, lineno, line)
+    return f"warning: {category.__name__}: {message}\n"
 
 
 _DEBUG = {"on": False}

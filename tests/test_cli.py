@@ -545,3 +545,19 @@ def test_build_index_names_a_bad_option_before_it_reads_the_vocabulary(tmp_path,
 def test_add_reranker_names_a_missing_reranker_folder(built_pipeline, tmp_path):
     result = runner.invoke(app, ["add-reranker", str(built_pipeline), str(tmp_path / "no-such"), "--output", str(tmp_path / "out")])
     assert result.exit_code == 1 and "no-such: no such re-ranker folder" in result.output
+
+
+def test_a_commands_warnings_are_one_line_each(tmp_path):
+    """Python printed a warning with the library's file and source line under it ("  for concept in read_vocabulary(...)");
+    --debug keeps that form (found by an audit)."""
+    import subprocess
+    import sys
+
+    vocab = tmp_path / "v.txt"
+    vocab.write_text("D1||heart failure|cardiac failure\nbad line\n", encoding="utf8")
+    command = [sys.executable, "-m", "spacy_sapbert", "extract", str(vocab), "-o", str(tmp_path / "s.txt"), "--no-strict"]
+    lines = subprocess.run(command, capture_output=True, text=True, check=True).stderr.splitlines()
+    assert f"warning: VocabularyWarning: {vocab}: skipped 1 malformed line(s); first at line 2: no '||' between ids and names" in lines
+    assert not any(line.startswith("  ") for line in lines)
+    debug = subprocess.run([sys.executable, "-m", "spacy_sapbert", "--debug", *command[3:]], capture_output=True, text=True, check=True)
+    assert "VocabularyWarning" in debug.stderr and "warning: VocabularyWarning" not in debug.stderr
