@@ -122,15 +122,13 @@ def extract_command(
         raise SapbertError("--name-languages goes with --mrconso (the vocabulary files carry no language per name)")
     if merge_xrefs and mrconso is not None:
         raise SapbertError("--merge-xrefs goes with vocabulary files (UMLS concepts are merged by CUI already)")
-    # options of the other input, which would be accepted and do nothing
-    ignored = [name for name, given in (
-        ("--mesh-trees", bool(mesh_trees)), ("--synonym-scopes", synonym_scopes != "EXACT"), ("--format", format != "auto"),
-    ) if given] if mrconso is not None else [name for name, given in (
-        ("--sources", sources is not None), ("--exclude-sources", exclude_sources is not None), ("--languages", languages != "ENG"),
-    ) if given]
+    # options of the other input would be accepted and do nothing
+    vocabulary_only = {"--mesh-trees": bool(mesh_trees), "--synonym-scopes": synonym_scopes != "EXACT", "--format": format != "auto"}
+    umls_only = {"--sources": sources is not None, "--exclude-sources": exclude_sources is not None, "--languages": languages != "ENG"}
+    given, used, unused = (vocabulary_only, "vocabulary files", "--mrconso") if mrconso is not None else (umls_only, "--mrconso", "vocabulary files")
+    ignored = [name for name, set_ in given.items() if set_]
     if ignored:
-        raise SapbertError(f"{', '.join(ignored)} {'apply' if len(ignored) > 1 else 'applies'} to "
-                           f"{'vocabulary files' if mrconso is not None else '--mrconso'}, not to {'--mrconso' if mrconso is not None else 'vocabulary files'}")
+        raise SapbertError(f"{', '.join(ignored)} {'apply' if len(ignored) > 1 else 'applies'} to {used}, not to {unused}")
     if mrconso is not None:
         if vocabulary:
             raise SapbertError("give either vocabulary files or --mrconso, not both")
