@@ -344,6 +344,7 @@ def train_ner_command(
     config: Path = typer.Argument(..., help="spaCy training config (e.g. projects/sapbert/configs/ner.cfg)."),
     output: Path = typer.Argument(..., help="Folder for model-best and model-last."),
     overwrite: bool = typer.Option(False, help="Replace OUTPUT when it is an earlier `spacy train` output (atomically)."),
+    gpu_id: int = typer.Option(-1, "--gpu-id", "-g", help="GPU to train on, as spacy train's --gpu-id; -1 for the CPU."),
 ) -> None:
     """`spacy train CONFIG` whose OUTPUT appears complete or not at all (a failed or killed run leaves no half-written
     model). Further `--section.key value` options override the config, as with spacy train."""
@@ -366,7 +367,7 @@ def train_ner_command(
 
     def run_training(folder: Path) -> None:
         try:
-            train(config, folder, overrides=overrides)
+            train(config, folder, use_gpu=gpu_id, overrides=overrides)
         except SystemExit as err:
             if err.code != 1:  # not spaCy's error exit (e.g. SIGTERM, exit_on_signals): pass it on
                 raise

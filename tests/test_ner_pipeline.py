@@ -145,6 +145,25 @@ def toy_docbin(path):
     return path
 
 
+def test_train_ner_passes_gpu_id_to_spacy_train(tmp_path, monkeypatch):
+    """train-ner refused --gpu-id (no such option) and always trained on the CPU (found by an audit)."""
+    import spacy.cli.train
+
+    from conftest import ROOT
+
+    used = []
+
+    def fake_train(config, output, use_gpu=-1, overrides=None):
+        used.append(use_gpu)
+        raise SystemExit(1)  # spaCy's error exit: nothing is written
+
+    monkeypatch.setattr(spacy.cli.train, "train", fake_train)
+    config = ROOT / "projects" / "sapbert" / "configs" / "ner.cfg"
+    for extra, expected in (([], -1), (["--gpu-id", "0"], 0)):
+        result = runner.invoke(app, ["train-ner", str(config), str(tmp_path / "ner"), *extra])
+        assert result.exit_code == 1 and used[-1] == expected and not (tmp_path / "ner").exists()
+
+
 def test_train_ner_writes_model_best_complete_or_nothing(tmp_path):
     from conftest import ROOT
 
