@@ -448,7 +448,8 @@ class ConceptIndex:
 
         `allowed` (a boolean per concept row, e.g. type_mask): only those concepts are candidates; the
         search widens until it has `k` of them or has seen every name: deeper, and for an inverted file
-        whose scanned lists ran out, over more lists (`nprobe`, set back afterwards)."""
+        whose scanned lists ran out, over more lists (`nprobe`, given to that search only: the index is shared by
+        threads, and a setting changed on it and set back mid-search changed their results)."""
         if len(queries) == 0:
             return []
         if queries.shape[1] != self.dim:
@@ -459,27 +460,22 @@ class ConceptIndex:
         depth = min(self.vectors.ntotal, first_search_depth(k, len(self.names), len(self.concepts)))
         lists = self.inverted_lists
         nprobe = self.nprobe
-        try:
-            while len(pending):
-                scores, rows = self._name_hits(queries[pending], depth)
-                unfinished, ran_out = [], False
-                for qi, score_row, name_row in zip(pending, scores, rows):
-                    hits = self.links.concept_hits(score_row, name_row, k, self.concepts.ids, allowed)
-                    # a -1 row: the index has no more names for this query (an inverted file's scanned lists ran out)
-                    more_lists = name_row[-1] < 0 and nprobe < lists
-                    if len(hits) < k and ((depth < self.vectors.ntotal and name_row[-1] >= 0) or more_lists):
-                        unfinished.append(qi)
-                        ran_out = ran_out or more_lists
-                    else:
-                        results[qi] = hits
-                pending = numpy.array(unfinished, dtype="int64")
-                depth = min(self.vectors.ntotal, depth * 4)
-                if ran_out:
-                    nprobe = min(lists, nprobe * 4)
-                    set_search_params(self.vectors, nprobe)
-        finally:
-            if nprobe != self.nprobe:
-                set_search_params(self.vectors, self.nprobe)
+        while len(pending):
+            scores, rows = self._name_hits(queries[pending], depth, nprobe)
+            unfinished, ran_out = [], False
+            for qi, score_row, name_row in zip(pending, scores, rows):
+                hits = self.links.concept_hits(score_row, name_row, k, self.concepts.ids, allowed)
+                # a -1 row: the index has no more names for this query (an inverted file's scanned lists ran out)
+                more_lists = name_row[-1] < 0 and nprobe < lists
+                if len(hits) < k and ((depth < self.vectors.ntotal and name_row[-1] >= 0) or more_lists):
+                    unfinished.append(qi)
+                    ran_out = ran_out or more_lists
+                else:
+                    results[qi] = hits
+            pending = numpy.array(unfinished, dtype="int64")
+            depth = min(self.vectors.ntotal, depth * 4)
+            if ran_out:
+                nprobe = min(lists, nprobe * 4)
         return results  # type: ignore[return-value]
 
     def exact_name_first(self, name: str, hits: List[Candidate], allowed: Optional[numpy.ndarray] = None) -> List[Candidate]:
@@ -527,12 +523,13 @@ class ConceptIndex:
             self._masks[key] = mask
         return self._masks[key]
 
-    def _name_hits(self, queries: numpy.ndarray, depth: int) -> Tuple[numpy.ndarray, numpy.ndarray]:
-        """The `depth` best (score, name row) of each query; a RERANKED type re-scores a wider shortlist
-        exactly against its float16 vectors."""
+    def _name_hits(self, queries: numpy.ndarray, depth: int, nprobe: int) -> Tuple[numpy.ndarray, numpy.ndarray]:
+        """The `depth` best (score, name row) of each query, an inverted file scanning `nprobe` lists; a RERANKED type
+        re-scores a wider shortlist exactly against its float16 vectors."""
+        params = {"params": faiss.SearchParametersIVF(nprobe=nprobe)} if self.inverted_lists else {}
         if self.rerank is None:
-            return self.vectors.search(queries, depth)
-        _, rows = self.vectors.search(queries, min(self.vectors.ntotal, max(depth, self.shortlist)))
+            return self.vectors.search(queries, depth, **params)
+        _, rows = self.vectors.search(queries, min(self.vectors.ntotal, max(depth, self.shortlist)), **params)
         return rescored(queries, rows, self.rerank, depth)
 
     # serialization -----------------------------------------------------------------------------
