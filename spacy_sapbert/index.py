@@ -482,13 +482,19 @@ class ConceptIndex:
         """`hits` of the (normalized) query `name`, the concepts that have exactly that name put first among those
         tied with the best score: names cut alike at max_length have one vector ("muscular dystrophy-
         dystroglycanopathy (...), type A, 5" and "..., type A, 6"), and the faiss row order picked one of them."""
-        tied = sum(1 for _, score in hits if score >= hits[0][1] - TIE_TOLERANCE) if hits else 0
+        best = hits[0][1] if hits else None
+        tied = sum(1 for _, score in hits if score >= best - TIE_TOLERANCE) if hits else 0
         row = self.name_row(name) if tied > 1 else None
         if row is None:
             return hits
-        owners = [self.concepts.ids[r] for r in self.links.concepts_of(row) if allowed is None or allowed[r]]
         given = dict(hits)
-        first = [(cid, given.get(cid, hits[0][1])) for cid in owners]  # an owner cut off by k gets the best score
+        # the query is the exact name, so its own vector scores highest when vectors are unit length (cosine 1): an
+        # owner cut off by k then has the best score; unnormalized, an owner counts only where the search tied it
+        owners = [
+            cid for cid in (self.concepts.ids[r] for r in self.links.concepts_of(row) if allowed is None or allowed[r])
+            if (cid not in given and self.normalize) or (cid in given and given[cid] >= best - TIE_TOLERANCE)
+        ]
+        first = [(cid, given.get(cid, best)) for cid in owners]
         return (first + [hit for hit in hits if hit[0] not in set(owners)])[:len(hits)]
 
     def name_row(self, name: str) -> Optional[int]:

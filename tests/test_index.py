@@ -567,3 +567,21 @@ def test_type_masks_of_a_saved_index_match_a_new_one(tmp_path):
     for types in (["T047"], ["T033"], ["T047", "T033"], ["none"]):
         assert loaded.type_mask(types).tolist() == index.type_mask(types).tolist()
     assert index.type_mask(["T033"]).tolist() == [c.id == "A" for c in index.concepts]
+
+
+def test_an_exact_name_not_tied_with_the_best_is_not_put_first_without_unit_vectors():
+    """exact_name_first promoted the exact name's concept whenever two hits tied, though unnormalized its own score
+    (1.0) was below the tie (2.0), and gave it the tie's score when k had cut it off (found by an audit). With unit
+    vectors the exact name scores 1.0, the most any name can."""
+    vectors = {"alpha": [1, 0, 0], "beta": [2, 0.1, 0], "gamma": [2, 0.1, 0], "delta": [0, 1, 0]}
+
+    def encode(texts):
+        return numpy.array([vectors[t] for t in texts], dtype="float32")
+
+    concepts = [Concept("A", "alpha"), Concept("B", "beta"), Concept("G", "gamma"), Concept("D", "delta")]
+    index = ConceptIndex.build(concepts, encode, normalize=False)
+    for k in (3, 2):
+        hits = index.search(encode(["alpha"]), k)[0]
+        assert index.exact_name_first("alpha", hits) == hits  # B and G tie at 2.0 above A's 1.0
+    index.normalize = True
+    assert index.exact_name_first("alpha", [("G", 1.0), ("B", 1.0)]) == [("A", 1.0), ("G", 1.0)]
