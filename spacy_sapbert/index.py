@@ -459,23 +459,26 @@ class ConceptIndex:
         pending = numpy.arange(len(queries))
         depth = min(self.vectors.ntotal, first_search_depth(k, len(self.names), len(self.concepts)))
         lists = self.inverted_lists
-        nprobe = self.nprobe
+        nprobe, exact = self.nprobe, False
         while len(pending):
-            scores, rows = self._name_hits(queries[pending], depth, nprobe)
-            unfinished, ran_out = [], False
+            scores, rows = self._name_hits(queries[pending], depth, nprobe, exact)
+            unfinished, ran_out, graph_ended = [], False, False
             for qi, score_row, name_row in zip(pending, scores, rows):
                 hits = self.links.concept_hits(score_row, name_row, k, self.concepts.ids, allowed)
                 # a -1 row: the index has no more names for this query (an inverted file's scanned lists ran out)
                 more_lists = name_row[-1] < 0 and nprobe < lists
-                if len(hits) < k and ((depth < self.vectors.ntotal and name_row[-1] >= 0) or more_lists):
+                # an HNSW graph search ends short of the names it holds (a third of 6,000): the exact scan finds them
+                graph_short = name_row[-1] < 0 and not lists and not exact and len(hits) < k
+                if len(hits) < k and ((depth < self.vectors.ntotal and name_row[-1] >= 0) or more_lists or graph_short):
                     unfinished.append(qi)
-                    ran_out = ran_out or more_lists
+                    ran_out, graph_ended = ran_out or more_lists, graph_ended or graph_short
                 else:
                     results[qi] = hits
             pending = numpy.array(unfinished, dtype="int64")
             depth = min(self.vectors.ntotal, depth * 4)
             if ran_out:
                 nprobe = min(lists, nprobe * 4)
+            exact = exact or graph_ended
         return results  # type: ignore[return-value]
 
     def exact_name_first(self, name: str, hits: List[Candidate], allowed: Optional[numpy.ndarray] = None) -> List[Candidate]:
@@ -529,10 +532,13 @@ class ConceptIndex:
             self._masks[key] = mask
         return self._masks[key]
 
-    def _name_hits(self, queries: numpy.ndarray, depth: int, nprobe: int) -> Tuple[numpy.ndarray, numpy.ndarray]:
+    def _name_hits(self, queries: numpy.ndarray, depth: int, nprobe: int, exact: bool = False) -> Tuple[numpy.ndarray, numpy.ndarray]:
         """The `depth` best (score, name row) of each query, an inverted file scanning `nprobe` lists; a RERANKED type
-        re-scores a wider shortlist exactly against its float16 vectors."""
+        re-scores a wider shortlist exactly against its float16 vectors. `exact`: an HNSW graph's vectors are scanned
+        whole (its graph search ended early)."""
         params = {"params": faiss.SearchParametersIVF(nprobe=nprobe)} if self.inverted_lists else {}
+        if exact and isinstance(self.vectors, faiss.IndexHNSW):
+            return faiss.downcast_index(self.vectors.storage).search(queries, depth)
         if self.rerank is None:
             return self.vectors.search(queries, depth, **params)
         _, rows = self.vectors.search(queries, min(self.vectors.ntotal, max(depth, self.shortlist)), **params)

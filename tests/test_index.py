@@ -585,3 +585,18 @@ def test_an_exact_name_not_tied_with_the_best_is_not_put_first_without_unit_vect
         assert index.exact_name_first("alpha", hits) == hits  # B and G tie at 2.0 above A's 1.0
     index.normalize = True
     assert index.exact_name_first("alpha", [("G", 1.0), ("B", 1.0)]) == [("A", 1.0), ("G", 1.0)]
+
+
+def test_an_hnsw_search_that_ends_early_is_finished_by_an_exact_scan():
+    """An HNSW graph search pads with -1 long before it has seen every name: a type filter kept fewer than k concepts
+    (the README promises k of the allowed types) and a deep search a third of the names (found by an audit)."""
+    rng = numpy.random.default_rng(1)
+    vectors = rng.standard_normal((3000, 32)).astype("float32")
+    row = {f"name {i}": i for i in range(3000)}
+    concepts = [Concept(f"C{i}", f"name {i}", types=["RARE" if i % 100 == 0 else "COMMON"]) for i in range(3000)]
+    queries = rng.standard_normal((3, 32)).astype("float32")
+    built = {kind: ConceptIndex.build(concepts, lambda texts: vectors[[row[t] for t in texts]], index_type=kind) for kind in ("flat", "hnsw")}
+    rare = {kind: index.search(queries, 30, index.type_mask(["RARE"])) for kind, index in built.items()}
+    assert [len(hits) for hits in rare["hnsw"]] == [30, 30, 30]
+    assert [[cid for cid, _ in hits] for hits in rare["hnsw"]] == [[cid for cid, _ in hits] for hits in rare["flat"]]
+    assert [len(hits) for hits in built["hnsw"].search(queries[:1], 3000)] == [3000]
