@@ -68,6 +68,8 @@ def make_faiss_index(dim: int, index_type: str = "flat", n_names: int = 0) -> fa
         kind = faiss.ScalarQuantizer.QT_fp16 if index_type == "fp16" else faiss.ScalarQuantizer.QT_8bit
         return faiss.IndexScalarQuantizer(dim, kind, faiss.METRIC_INNER_PRODUCT)
     if index_type == "ivfpq":
+        if n_names < 2:  # faiss's raw error: 1 training point for the codes' 2 clusters
+            raise IndexFormatError(f"index_type=ivfpq needs at least 2 names to learn its codes, the vocabulary has {n_names}; choose flat")
         lists, subquantizers, bits = ivfpq_layout(dim, n_names)
         return faiss.IndexIVFPQ(faiss.IndexFlatIP(dim), dim, lists, subquantizers, bits, faiss.METRIC_INNER_PRODUCT)
     if index_type == "ivfopq":  # the factory owns the rotation, the coarse quantizer and the IVF-PQ it chains

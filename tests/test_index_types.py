@@ -237,10 +237,13 @@ def test_build_index_with_ivfpq_saves_the_rescoring_vectors_and_removes_its_chun
     assert auto.exit_code == 0 and "index_type flat" in auto.output
 
 
-def test_ivfopq_needs_enough_names_to_learn_its_rotation():
+def test_ivfopq_and_ivfpq_need_enough_names_to_learn_their_codes():
     few = [Concept(f"C{c}", f"concept {c} variant 0") for c in range(100)]
     with pytest.raises(IndexFormatError, match="ivfopq needs at least 256 names.*has 100"):
         ConceptIndex.build(few, clustered_encode, encoder=SETTINGS, index_type="ivfopq")
+    with pytest.raises(IndexFormatError, match="ivfpq needs at least 2 names.*has 1; choose flat"):  # faiss's raw error before
+        ConceptIndex.build(few[:1], clustered_encode, encoder=SETTINGS, index_type="ivfpq")
+    assert len(ConceptIndex.build(few[:2], clustered_encode, encoder=SETTINGS, index_type="ivfpq").search(queries(1), 2)[0]) == 2
 
 
 def test_rescoring_vectors_are_copied_where_the_file_system_refuses_a_hard_link(tmp_path, monkeypatch):
