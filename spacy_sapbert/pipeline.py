@@ -232,6 +232,11 @@ def bring_vocab_data(nlp: Language, ner_nlp: Language, source: Any) -> None:
         table = ner_nlp.vocab.lookups.get_table(name)
         if not nlp.vocab.lookups.has_table(name):
             nlp.vocab.lookups.set_table(name, table)
+            if name == "lexeme_norm":  # read through the vocab's NORM getter, which only assigning the lookups sets up
+                nlp.vocab.lookups = nlp.vocab.lookups
+                for lexeme in nlp.vocab:  # and the lexemes made before it keep the norm they were made with
+                    if lexeme.orth_ in table:
+                        lexeme.norm_ = table[lexeme.orth_]
         elif dict(nlp.vocab.lookups.get_table(name).items()) != dict(table.items()):
             raise SapbertError(f"the NER pipeline {source} and the linker pipeline have different `{name}` lookup tables")
 

@@ -268,7 +268,10 @@ def test_a_ner_copied_into_a_pipeline_brings_its_static_vectors_and_lookup_table
         ner_nlp.update(examples, sgd=optimizer, drop=0.0)
     ner_nlp.to_disk(tmp_path / "ner")
     nlp = spacy.blank("en")
+    nlp.vocab["hepatoma"]  # a lexeme made before the table comes keeps the norm it was made with, unless reset
     add_trained_ner(nlp, tmp_path / "ner")
+    # in memory too, before a save: the table was copied but not read until the pipeline was saved and loaded
+    assert [t.norm_ for t in nlp.make_doc("hepatoma and nephropathy")] == ["diseaseword", "and", "diseaseword"]
     nlp.to_disk(tmp_path / "assembled")
     trained, assembled = spacy.load(tmp_path / "ner"), spacy.load(tmp_path / "assembled")
     assert assembled.vocab.vectors.shape == trained.vocab.vectors.shape and trained.vocab.vectors.shape[1] == 16
