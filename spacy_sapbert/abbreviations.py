@@ -569,8 +569,11 @@ class AbbreviationDetector:
         if self.label_short_forms:
             kept = entities_with_short_forms(doc)
             spans = {(ent.start, ent.end, ent.label) for ent in kept}
-            dropped = [ent for ent in doc.ents if (ent.start, ent.end, ent.label) not in spans]
-            doc.set_ents(kept, outside=dropped, default="unmodified")  # missing and blocked tokens stay so
+            covered = {i for ent in kept for i in range(ent.start, ent.end)}
+            # the tokens of a dropped entity become O, except those a new short-form entity took ("HT-B" dropped, "HT" kept)
+            outside = [doc[i:i + 1] for ent in doc.ents if (ent.start, ent.end, ent.label) not in spans
+                       for i in range(ent.start, ent.end) if i not in covered]
+            doc.set_ents(kept, outside=outside, default="unmodified")  # missing and blocked tokens stay so
         return doc
 
     def pipe(self, docs: Iterable[Doc], batch_size: int = 128) -> Iterable[Doc]:

@@ -418,6 +418,19 @@ def test_an_entity_that_is_a_short_form_of_no_entity_is_dropped():
     assert [(e.text, e.start_char) for e in kept.ents] == [("stroke", 28), ("ST", 36), ("ST", 53), ("HT-related dementia", 61)]
 
 
+def test_a_new_short_form_entity_over_a_dropped_one_takes_its_place():
+    """"HT" (hormone therapy, no entity) is dropped where "HT-B" (a disease's short form) now begins: both touched the
+    token, and set_ents failed with E1010 (found by an audit)."""
+    import spacy
+
+    nlp = spacy.blank("en")
+    text = "Hormone therapy (HT) is used. Huntington type B (HT-B) is rare. HT-B again."
+    doc = _with_ents(nlp, text, [("Huntington type B", "Disease")])
+    doc.ents = [*doc.ents, doc.char_span(64, 66, label="Disease")]  # the NER's "HT" of the last "HT-B"
+    kept = AbbreviationDetector(nlp, label_short_forms=True)(doc)
+    assert [(e.text, e.start_char) for e in kept.ents] == [("Huntington type B", 30), ("HT-B", 49), ("HT-B", 64)]
+
+
 def test_labelling_short_forms_keeps_tokens_the_ner_left_missing_or_blocked():
     import spacy
     from spacy.tokens import Span
