@@ -512,20 +512,38 @@ def install_extensions() -> None:
 
 
 def short_form_labels(doc: Doc) -> Tuple[Dict[str, str], Set[str]]:
-    """What the entities say of each short form defined in `doc`: the label of the entity its whole long
-    form lies inside (the first definition that has one), and the short forms whose long forms overlap
-    no entity at all. A long form only partly inside an entity says neither: "Wiskott-Aldrich syndrome
-    protein (WASP)" names a protein, though "Wiskott-Aldrich syndrome" is a disease."""
+    """What the entities say of each short form defined in `doc`: the label of the entity whose whole long form
+    lies inside it and names it (`_names_the_entity`; the first definition that has one), and the short forms whose
+    long forms overlap no entity at all. A long form only partly inside an entity says neither: "Wiskott-Aldrich
+    syndrome protein (WASP)" names a protein, though "Wiskott-Aldrich syndrome" is a disease."""
     labels: Dict[str, str] = {}
     outside: Set[str] = set()
+    text = doc.text
     for short_start, short_end, long_start, long_end in _offsets(doc):
-        short = doc.text[short_start:short_end]
+        short = text[short_start:short_end]
         inside = [e for e in doc.ents if e.start_char <= long_start and long_end <= e.end_char]
-        if inside:
-            labels.setdefault(short, inside[0].label_)
+        named = [e for e in inside if _names_the_entity(text, e, short, long_start, long_end)]
+        if named:
+            labels.setdefault(short, named[0].label_)
         elif not any(e.start_char < long_end and long_start < e.end_char for e in doc.ents):
             outside.add(short)
     return labels, outside - set(labels)
+
+
+# words after which what follows in an entity is no longer its head: "deficiency of aspartoacylase (ASPA)"
+HEAD_BREAKERS = frozenset(("of", "with", "by", "in", "to", "for", "from", "on", "at", "after", "against"))
+
+
+def _names_the_entity(text: str, entity: Span, short: str, long_start: int, long_end: int) -> bool:
+    """Whether a long form inside `entity` is the thing the entity names, so that its short form takes the entity's
+    label: it ends the entity (or only its own "(SF)" follows) and no preposition comes before it there. A gene or an
+    agent inside a disease phrase is not: "glucose-6-phosphate dehydrogenase (G6PD) deficiency", "deficiency of
+    aspartoacylase (ASPA)", "infection by hepatitis B virus (HBV)"."""
+    after = text[long_end:entity.end_char].strip()
+    if after and after not in (f"({short})", f"[{short}]"):
+        return False
+    before = text[entity.start_char:long_start].lower().split()
+    return not HEAD_BREAKERS.intersection(before)
 
 
 def entities_with_short_forms(doc: Doc) -> List[Span]:
