@@ -545,7 +545,7 @@ def link_command(
     from .pipeline import doc_to_json, require_linkers
 
     documents = _input_documents(text, file, format)
-    if file is not None:  # before the pipeline is loaded (seconds), not after
+    if file is not None and format in LINK_FORMATS:  # before the pipeline is loaded (seconds), not after
         from .readers import check_file
 
         check_file(file)
