@@ -483,21 +483,24 @@ def _input_texts(text: Optional[str], file: Optional[Path], keep_blank: bool = F
 
 
 def _input_documents(text: Optional[str], file: Optional[Path], format: str) -> Iterator[Tuple[Optional[str], str]]:
-    """(id or None, text) of each document to link, read lazily."""
+    """(id or None, text) of each document to link, read lazily; the options are checked at once (before a pipeline
+    is loaded), and so is --file."""
+    from .readers import check_file
     from .readers.corpora import read_jsonl_documents, read_pubtator
 
     if format not in LINK_FORMATS:
         raise SapbertError(f"--format {format!r}: choose one of {', '.join(LINK_FORMATS)}")
     if text is not None and (file is not None or format != "text"):
         raise SapbertError("give TEXT or --file, not both (--format describes --file)")
-    if text is not None or format == "text":
-        yield from ((None, line) for line in _input_texts(text, file, keep_blank=True))
-    elif file is None:
+    if text is None and format != "text" and file is None:
         raise SapbertError(f"--format {format} reads --file (standard input is read as plain text only)")
-    elif format == "jsonl":
-        yield from read_jsonl_documents(file)
-    else:
-        yield from ((document.id, document.text) for document in read_pubtator(file))
+    if file is not None:
+        check_file(file)
+    if text is not None or format == "text":
+        return ((None, line) for line in _input_texts(text, file, keep_blank=True))
+    if format == "jsonl":
+        return read_jsonl_documents(file)
+    return ((document.id, document.text) for document in read_pubtator(file))
 
 
 def _ray_settings(address: Optional[str], workers: int, cpus: float, gpus: float):
@@ -544,11 +547,7 @@ def link_command(
 
     from .pipeline import doc_to_json, require_linkers
 
-    documents = _input_documents(text, file, format)
-    if file is not None and format in LINK_FORMATS:  # before the pipeline is loaded (seconds), not after
-        from .readers import check_file
-
-        check_file(file)
+    documents = _input_documents(text, file, format)  # its options and --file checked before the pipeline loads
     ids: deque = deque()
 
     longest: Dict[str, Any] = {"max_length": None, "error": None}
