@@ -85,6 +85,9 @@ MAX_LOWERCASE_SHORT_LENGTH = 6  # a longer candidate without capitals or digits 
 # lower-case words that never begin a long form: a match that starts with one spans a phrase, not a name
 FUNCTION_WORDS = frozenset(("and", "or", "of", "the", "in", "with", "for", "to", "by", "from", "on", "at", "as", "that", "which"))
 _SENTENCE_END = re.compile(r"[.!?;](?=\s)")
+# a comma before a function word other than "and"/"or" (which close a list: "Wilms tumor, aniridia, ..., and mental
+# retardation (WAGR)") starts a clause of its own: a long form does not reach back over it
+_CLAUSE_START = re.compile(r",\s+(?=(?:%s)\b)" % "|".join(sorted(FUNCTION_WORDS - {"and", "or"})), re.IGNORECASE)
 
 
 class Abbreviation(NamedTuple):
@@ -211,6 +214,8 @@ def _window_before(text: str, end: int, max_words: int) -> Tuple[int, str]:
     sentence_start = ends[before - 1] if before else 0
     line_start = text.rfind("\n", 0, end) + 1
     begin = max(sentence_start, line_start)
+    clauses = list(_CLAUSE_START.finditer(text, begin, end))  # "Pendred, the disease gene (PDS)": a new clause
+    begin = clauses[-1].end() if clauses else begin
     begin = _parenthesis_start(text, begin, end)
     words = list(re.finditer(r"\S+", text[begin:end]))
     if not words:

@@ -510,3 +510,15 @@ def test_sentence_ends_found_once_are_those_a_scan_up_to_each_parenthesis_sees()
             scanned = [match.end() for match in _SENTENCE_END.finditer(text, 0, end)]
             before = bisect.bisect_left(ends, end)
             assert (ends[before - 1] if before else 0) == (scanned[-1] if scanned else 0), (text, end)
+
+
+def test_a_long_form_does_not_reach_back_over_a_clause_after_a_comma():
+    """"by Vaughan Pendred, the disease gene (PDS)" defined PDS as "Pendred, the disease gene" (an NCBI-disease test
+    document; labelling short forms then dropped its gold PDS entities: found by an audit). A list closed by ", and"
+    still defines its short form."""
+    from spacy_sapbert.abbreviations import find_abbreviations
+
+    assert find_abbreviations("It was described by Vaughan Pendred, the disease gene (PDS) was mapped.") == []
+    assert find_abbreviations("It binds iron, with resultant stabilization (IRE) of it.") == []
+    [wagr] = find_abbreviations("Wilms tumor, aniridia, genitourinary abnormalities, and mental retardation (WAGR) syndrome")
+    assert wagr.long == "Wilms tumor, aniridia, genitourinary abnormalities, and mental retardation"
