@@ -399,7 +399,9 @@ SUFFIX_CONFIG_KEYS = ("num_attention_heads", "pad_token_id", "is_decoder")
 
 def weights_state(model, tokenizer) -> tuple:
     """What changes, cheaply, when the weights or the tokenizer change: each tensor's identity, storage and version
-    counter (bumped by every in-place write), and the tokenizer object and its size (tokens added in place)."""
+    counter (bumped by every in-place write), and the tokenizer object and its size (tokens added in place). A write
+    through `tensor.data` bumps no counter (torch's autograd does not see it either) and goes unseen: change weights
+    in place under torch.no_grad(), or assign new tensors."""
     tensors = []
     for name, tensor in model.state_dict(keep_vars=True).items():
         try:
