@@ -148,9 +148,9 @@ def build_index_command(
     chunk_dir: Optional[Path] = typer.Option(None, help="Where finished chunks of encoded names are kept until the pipeline is saved, so a killed build resumes when run again. Default: OUTPUT.chunks beside the output."),
     chunk_size: int = typer.Option(DEFAULT_CHUNK_SIZE, min=1, help="Names encoded and saved per chunk."),
     ray: Optional[str] = typer.Option(None, help="Encode the chunks on a Ray cluster: " + RAY_ADDRESS_HELP),
-    ray_workers: int = typer.Option(2, help="Ray encoder actors (one per GPU, or per group of --ray-cpus cores)."),
-    ray_cpus: float = typer.Option(1.0, help="CPUs reserved per Ray encoder actor."),
-    ray_gpus: float = typer.Option(0.0, help="GPUs reserved per Ray encoder actor (1 for one actor per GPU)."),
+    ray_workers: Optional[int] = typer.Option(None, help="Ray encoder actors (one per GPU, or per group of --ray-cpus cores). Default 2."),
+    ray_cpus: Optional[float] = typer.Option(None, help="CPUs reserved per Ray encoder actor. Default 1."),
+    ray_gpus: Optional[float] = typer.Option(None, help="GPUs reserved per Ray encoder actor (1 for one actor per GPU). Default 0."),
     overwrite: bool = typer.Option(False, help=OVERWRITE_HELP),
 ) -> None:
     """Encode a vocabulary into a saved pipeline: dictionary matcher (optional) + sapbert_linker.
@@ -503,16 +503,17 @@ def _input_documents(text: Optional[str], file: Optional[Path], format: str) -> 
     return ((document.id, document.text) for document in read_pubtator(file))
 
 
-def _ray_settings(address: Optional[str], workers: int, cpus: float, gpus: float):
+def _ray_settings(address: Optional[str], workers: Optional[int], cpus: Optional[float], gpus: Optional[float]):
     """The distributed.RaySettings of the --ray options, or None without --ray."""
     if address is None:
-        if (workers, cpus, gpus) != (2, 1.0, 0.0):  # the options' defaults: set, they would do nothing without --ray
+        if (workers, cpus, gpus) != (None, None, None):  # they would do nothing without --ray
             raise SapbertError("--ray-workers, --ray-cpus and --ray-gpus describe --ray; give it the cluster's address")
         return None
     from .distributed import RaySettings, check_address
 
     check_address(address)  # before any work
-    return RaySettings(address, workers, cpus, gpus)
+    given = {"workers": workers, "cpus_per_worker": cpus, "gpus_per_worker": gpus}
+    return RaySettings(address, **{key: value for key, value in given.items() if value is not None})
 
 
 def _load(pipeline: Optional[Path]):
@@ -534,9 +535,9 @@ def link_command(
     format: str = typer.Option("text", help="What --file holds: text (one document per line), jsonl ({\"id\": ..., \"text\": ...} per line) or pubtator (title + abstract; the id is the PMID)."),
     batch_size: int = typer.Option(64, min=1, help="Documents per nlp.pipe batch."),
     ray: Optional[str] = typer.Option(None, help="Link on a Ray cluster: " + RAY_ADDRESS_HELP),
-    ray_workers: int = typer.Option(2, help="Ray worker actors, each with the whole pipeline."),
-    ray_cpus: float = typer.Option(1.0, help="CPUs reserved per Ray worker."),
-    ray_gpus: float = typer.Option(0.0, help="GPUs reserved per Ray worker."),
+    ray_workers: Optional[int] = typer.Option(None, help="Ray worker actors, each with the whole pipeline. Default 2."),
+    ray_cpus: Optional[float] = typer.Option(None, help="CPUs reserved per Ray worker. Default 1."),
+    ray_gpus: Optional[float] = typer.Option(None, help="GPUs reserved per Ray worker. Default 0."),
 ) -> None:
     """Link documents and print one JSON line per document, in input order (with its id for jsonl and pubtator input;
     a blank line of text input is a document with no entity, so output line N is input line N).
