@@ -590,8 +590,8 @@ def visualize_command(
     pipeline: Optional[Path] = typer.Option(None, help="Saved pipeline folder or installed package name. Default: the offline pipeline."),
     file: Optional[Path] = typer.Option(None, help="A UTF-8 file with one document per line."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the HTML page here. Without it, serve the page with displaCy's server."),
-    port: int = typer.Option(5000, help="Port of displaCy's server (without --output)."),
-    host: str = typer.Option("0.0.0.0", help="Host of displaCy's server (without --output)."),
+    port: Optional[int] = typer.Option(None, help="Port of displaCy's server (without --output). Default 5000."),
+    host: Optional[str] = typer.Option(None, help="Host of displaCy's server (without --output). Default 0.0.0.0."),
 ) -> None:
     """Show linked entities with displaCy: label, id (a link to its source's page), canonical name and score."""
     from .io import atomic_write_text
@@ -600,7 +600,7 @@ def visualize_command(
     from .visualize import displacy_doc, render_page
 
     check_file_outputs(output, inputs=[file])
-    if output is not None and (port != 5000 or host != "0.0.0.0"):
+    if output is not None and (port is not None or host is not None):
         raise SapbertError("--port and --host are the server's; with --output the page is written, not served")
     texts = list(_input_texts(text, file))  # one page of them all: read (and checked) before the pipeline is loaded
     nlp = _load(pipeline)
@@ -616,7 +616,7 @@ def visualize_command(
         return
     from spacy import displacy
 
-    displacy.serve([displacy_doc(doc_json) for doc_json in doc_jsons], style="ent", manual=True, port=port, host=host)
+    displacy.serve([displacy_doc(doc_json) for doc_json in doc_jsons], style="ent", manual=True, port=port or 5000, host=host or "0.0.0.0")
 
 
 SAMPLE_MENTIONS = ["small head", "fits", "floppy baby", "hole in the heart", "ear infections", "hard stools"]
