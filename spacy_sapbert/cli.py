@@ -194,7 +194,7 @@ def build_index_command(
         "context_window": context_window,
     }
     _check_linker_options(linker_config)  # before the vocabulary is read (minutes for UMLS)
-    _check_lang(lang)
+    _blank(lang)
     options = {key: str(path) for key, path in (("mrsty", mrsty), ("mrdef", mrdef)) if path}
     concepts = list(read_vocabulary(str(vocabulary), format, strict=strict, **options))
     typer.echo(f"{len(concepts)} concepts read from {vocabulary}", err=True)
@@ -285,7 +285,6 @@ def convert_command(
 
     Prints one line per file: documents, entities per label, and every mention that could not be kept as
     it is (a boundary inside a token: split there; overlapping: the longer kept; unknown types)."""
-    import spacy
     from spacy.tokens import DocBin
 
     from .io import atomic_write, atomic_write_text
@@ -296,8 +295,7 @@ def convert_command(
     check_file_outputs(output, report, inputs=corpora)
 
     mapping = parse_label_map(label_map)
-    _check_lang(lang)
-    nlp = spacy.blank(lang)
+    nlp = _blank(lang)
     primary_id = _kb_primary_id(kb_ids) if kb_ids else None
     doc_bin = DocBin()
     reports = []
@@ -430,12 +428,13 @@ def _check_linker_options(linker_config: Dict[str, Any]) -> None:
         raise SapbertError(re.sub(r"sapbert_linker config key `(\w+)`", lambda m: "--" + m.group(1).replace("_", "-"), str(err))) from err
 
 
-def _check_lang(lang: str) -> None:
-    """--lang names a language spaCy has (an unknown one failed with spaCy's ImportError after the vocabulary was read)."""
+def _blank(lang: str):
+    """spaCy's blank pipeline of --lang, an unknown code named in one line (spaCy's ImportError came after the vocabulary
+    was read)."""
     import spacy
 
     try:
-        spacy.blank(lang)
+        return spacy.blank(lang)
     except ImportError as err:
         raise SapbertError(f"--lang {lang!r} is not a language code spaCy knows (en, de, es, ...): {str(err).splitlines()[0]}") from err
 

@@ -376,10 +376,11 @@ def remove_abandoned_tmp_dirs(output: Path) -> List[Path]:
     without finishing them (killed: a build of the offline default leaves 160 MB). Their names record the process and
     host; a folder of a running process, of another host, or named otherwise (another program's) is kept."""
     removed = []
-    prefix = f".{output.name}{TMP_MARK}"
-    for path in output.parent.glob(glob.escape(prefix) + "*@*@*"):
-        pid, host, _ = path.name[len(prefix):].split("@", 2)
-        if host == socket.gethostname() and pid.isdigit() and not process_alive(int(pid)) and path.is_dir() and not path.is_symlink():
+    # exactly the names write_new_dir gives: its prefix, pid@host@, then mkdtemp's 8 random characters
+    own_name = re.compile(re.escape(f".{output.name}{TMP_MARK}") + r"(\d+)@([^@/]+)@[a-z0-9_]{8}")
+    for path in output.parent.glob(glob.escape(f".{output.name}{TMP_MARK}") + "*"):
+        match = own_name.fullmatch(path.name)
+        if match and match[2] == socket.gethostname() and not process_alive(int(match[1])) and path.is_dir() and not path.is_symlink():
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
     return removed

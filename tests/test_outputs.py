@@ -181,11 +181,12 @@ def test_a_killed_writers_temporary_folder_goes_at_the_next_write_and_nothing_el
     ended.wait()
     host = socket.gethostname()
     names = {
-        "killed": f".out{TMP_MARK}{ended.pid}@{host}@abc123",
-        "running": f".out{TMP_MARK}{os.getpid()}@{host}@def456",
-        "other host": f".out{TMP_MARK}{ended.pid}@not-{host}@ghi789",
+        "killed": f".out{TMP_MARK}{ended.pid}@{host}@abc12345",  # mkdtemp adds 8 characters
+        "running": f".out{TMP_MARK}{os.getpid()}@{host}@def45678",
+        "other host": f".out{TMP_MARK}{ended.pid}@not-{host}@ghi78901",
         "older format": f".out{TMP_MARK}jkl012",
-        "another output": f".out2{TMP_MARK}{ended.pid}@{host}@mno345",
+        "another output": f".out2{TMP_MARK}{ended.pid}@{host}@mno34567",
+        "named otherwise": f".out{TMP_MARK}{ended.pid}@{host}@my-notes-kept",
     }
     for name in names.values():
         (tmp_path / name).mkdir()

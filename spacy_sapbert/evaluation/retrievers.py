@@ -70,20 +70,22 @@ class TfidfRetriever:
         does not depend on the CPU: numpy's argpartition leaves ties in a SIMD-dependent order, and the
         last float32 digit of a score can differ between code paths, hence the rounding."""
         n_names = self.matrix.shape[1]
+        first_depth = min(n_names, 8 * k + 32)
         out: List[List[Candidate]] = []
         for start in range(0, len(texts), self.chunk):
             scores = (self.vectorizer.transform(texts[start : start + self.chunk]) @ self.matrix).toarray()
             scores = numpy.round(scores, SCORE_DECIMALS)
-            for row in scores:
-                depth = min(n_names, 8 * k + 32)
+            floors = -numpy.partition(-scores, first_depth - 1, axis=1)[:, first_depth - 1]  # one pass for the chunk
+            for row, floor in zip(scores, floors):
+                depth = first_depth
                 while True:  # names of the same concepts may fill the first depth: look deeper until k concepts
-                    floor = -numpy.partition(-row, depth - 1)[depth - 1]
                     candidates = numpy.flatnonzero(row >= max(floor, numpy.finfo(row.dtype).tiny))  # in name-row order
                     order = candidates[numpy.argsort(-row[candidates], kind="stable")]
                     hits = self.links.concept_hits(row[order], order, k, self.ids)
                     if len(hits) >= k or depth == n_names or len(candidates) < depth:
                         break
                     depth = min(n_names, depth * 4)
+                    floor = -numpy.partition(-row, depth - 1)[depth - 1]
                 out.append(hits)
         return out
 

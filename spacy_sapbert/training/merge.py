@@ -65,18 +65,32 @@ class MergeReport:
         )
 
 
-class _Classes:
-    """Union-find over concept rows that keeps each class's id namespaces."""
+class DisjointSets:
+    """Union-find over rows 0..n-1; a class's root is its earliest row, so a class keeps its first member."""
 
-    def __init__(self, namespaces: Sequence[str]):
-        self.parent = list(range(len(namespaces)))
-        self.spaces: List[Set[str]] = [{space} for space in namespaces]
+    def __init__(self, n: int):
+        self.parent = list(range(n))
 
     def find(self, row: int) -> int:
         while self.parent[row] != row:
             self.parent[row] = self.parent[self.parent[row]]
             row = self.parent[row]
         return row
+
+    def union(self, a: int, b: int) -> Tuple[int, int]:
+        """Join the classes of `a` and `b`; (root kept, root joined to it), equal when they were one class."""
+        a, b = self.find(a), self.find(b)
+        keep, drop = (a, b) if a < b else (b, a)
+        self.parent[drop] = keep
+        return keep, drop
+
+
+class _Classes(DisjointSets):
+    """Union-find over concept rows that keeps each class's id namespaces."""
+
+    def __init__(self, namespaces: Sequence[str]):
+        super().__init__(len(namespaces))
+        self.spaces: List[Set[str]] = [{space} for space in namespaces]
 
     def join(self, a: int, b: int) -> str:
         """"joined", "same" (already one class) or "refused" (a namespace would appear twice)."""
@@ -85,8 +99,7 @@ class _Classes:
             return "same"
         if self.spaces[a] & self.spaces[b]:
             return "refused"
-        keep, drop = (a, b) if a < b else (b, a)  # the earlier row stays the root: the class keeps its first member
-        self.parent[drop] = keep
+        keep, drop = self.union(a, b)
         self.spaces[keep] |= self.spaces[drop]
         return "joined"
 

@@ -147,22 +147,21 @@ def translation_pairs(paths: Sequence[PathLike], lowercase: bool = True) -> Iter
             a, b = (clean_name(side, lowercase) for side in sides)
             if a != b:
                 lines.append((f"{TRANSLATION_PREFIX}{file_number}:{line_no}", a, b))
-    parent: Dict[str, str] = {}
+    from .merge import DisjointSets
 
-    def root(name: str) -> str:
-        while parent.setdefault(name, name) != name:
-            parent[name] = parent[parent[name]]
-            name = parent[name]
-        return name
-
+    rows: Dict[str, int] = {}  # each cleaned string, numbered in reading order
     for _, a, b in lines:
-        parent[root(b)] = root(a)
-    labels: Dict[str, str] = {}  # a class's root -> the label of its first line
+        rows.setdefault(a, len(rows))
+        rows.setdefault(b, len(rows))
+    classes = DisjointSets(len(rows))
+    for _, a, b in lines:
+        classes.union(rows[a], rows[b])
+    labels: Dict[int, str] = {}  # a class's root -> the label of its first line
     seen = set()
     for label, a, b in lines:
         if frozenset((a, b)) not in seen:
             seen.add(frozenset((a, b)))
-            yield labels.setdefault(root(a), label), a, b
+            yield labels.setdefault(classes.find(rows[a]), label), a, b
 
 
 def parse_pair_line(line: str) -> Optional[Pair]:
