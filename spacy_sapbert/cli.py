@@ -850,7 +850,7 @@ def add_reranker_command(
 
     from .io import atomic_write_text
     from .outputs import check_file_outputs, check_pipeline_output
-    from .linker import check_rerank_weight
+    from .linker import DEFAULT_CONFIG, check_rerank_weight
     from .pipeline import choose_linker_name, linker_names, save_pipeline
     from .reranker import check_rerank_backend
 
@@ -864,7 +864,11 @@ def add_reranker_command(
         check_rerank_weight(value, "--weight")
     if (report or label or weight) and not tune_weight_on:
         raise SapbertError("--report, --label and --weight describe --tune-weight-on; give it a dev corpus (or set --rerank-weight)")
-    component = choose_linker_name(linker_names(spacy.util.load_config(pipeline / "config.cfg")), component)
+    config = spacy.util.load_config(pipeline / "config.cfg")
+    component = choose_linker_name(linker_names(config), component)
+    k = config["components"][component].get("k", DEFAULT_CONFIG["k"])
+    if rerank_k is not None and not 1 <= rerank_k <= k:
+        raise SapbertError(f"--rerank-k must be between 1 and the k of {component} in {pipeline} ({k}), got {rerank_k}")
 
     def with_reranker(weight_: float):
         nlp_ = spacy.load(pipeline, config={"components": {component: {"reranker": str(reranker), "rerank_k": rerank_k, "rerank_weight": weight_, "rerank_backend": rerank_backend}}})

@@ -542,6 +542,14 @@ def test_build_index_names_a_bad_option_before_it_reads_the_vocabulary(tmp_path,
     assert result.exit_code == 1 and f"error: {said}" in result.output and "config key" not in result.output
 
 
+def test_add_reranker_names_its_rerank_k_option_not_the_config_key(built_pipeline, tmp_path):
+    (tmp_path / "rr").mkdir()
+    for value in ("0", "1000"):
+        result = runner.invoke(app, ["add-reranker", str(built_pipeline), str(tmp_path / "rr"), "--rerank-k", value, "--output", str(tmp_path / "with")])
+        assert result.exit_code == 1 and f"--rerank-k must be between 1 and the k of sapbert_linker in {built_pipeline}" in error_line(result), value
+    assert not (tmp_path / "with").exists()
+
+
 def test_add_reranker_names_a_missing_reranker_folder(built_pipeline, tmp_path):
     result = runner.invoke(app, ["add-reranker", str(built_pipeline), str(tmp_path / "no-such"), "--output", str(tmp_path / "out")])
     assert result.exit_code == 1 and "no-such: no such re-ranker folder" in result.output
