@@ -440,10 +440,13 @@ def _blank(lang: str):
 
 
 def _max_length(model: str, max_length: Optional[int]) -> int:
-    """--max-length, else what the model folder was trained at, else 25."""
-    from .encoder import default_max_length
+    """--max-length, else what the model folder was trained at, else 25; refused here when the model's positions
+    cannot hold it (before a long read)."""
+    from .encoder import check_max_length_before_load, default_max_length
 
-    return default_max_length(model) if max_length is None else max_length
+    max_length = default_max_length(model) if max_length is None else max_length
+    check_max_length_before_load(model, max_length, f"the encoder {model}")
+    return max_length
 
 
 def _model_and_pooling(model: Optional[str], pooling: Optional[str], offline_default: Optional[str]):

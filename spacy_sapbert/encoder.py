@@ -473,6 +473,21 @@ def check_max_length(model, max_length: int, what: str) -> None:
         raise EncoderLoadError(f"max_length={max_length} is more word pieces than {what} reads ({limit} positions); lower max_length")
 
 
+def check_max_length_before_load(name: str, max_length: int, what: str) -> None:
+    """`check_max_length` from the model's config alone, on a weightless copy (meta device): a command says it
+    before a long read (a UMLS vocabulary, millions of pairs). A model whose config is not on this machine is
+    left to its load."""
+    from transformers import AutoConfig, AutoModel
+
+    try:
+        config = AutoConfig.from_pretrained(name, local_files_only=True)
+        with torch.device("meta"):
+            skeleton = AutoModel.from_config(config)
+    except (OSError, ValueError, KeyError):
+        return
+    check_max_length(skeleton, max_length, what)
+
+
 def load_pretrained(name: str, local_files_only: bool = False, model_class=None, role: str = "encoder", **model_kwargs):
     """(tokenizer, model) from a folder or hub name, with an error that names the offline alternative.
 

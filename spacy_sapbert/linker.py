@@ -387,6 +387,7 @@ class SapbertLinker(Pipe):
                 f"[initialize.components.{self.name}] (e.g. {{'@misc': 'spacy-sapbert.Vocabulary.v1', "
                 "'path': 'hp.obo'}) or pass vocabulary=... to initialize (a callable or an iterable of Concept)"
             )
+        self.encoder = Encoder(self.model, **self.encoder_options)  # first: a model that cannot work is said before a long read
         if isinstance(vocabulary, (str, Path)):
             from .readers import read_vocabulary
 
@@ -396,7 +397,6 @@ class SapbertLinker(Pipe):
         if spell_check is not None:
             corrections = spell_check if isinstance(spell_check, Mapping) else read_spell_check(spell_check)
             self.normalizer = self.normalizer.with_spell_check(corrections)
-        self.encoder = Encoder(self.model, **self.encoder_options)
         self._check_context_window()
         for key, declared, said_by in (
             ("pooling", declared_pooling(self.encoder.name), "its 1_Pooling/config.json"),

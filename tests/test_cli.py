@@ -96,6 +96,16 @@ def test_build_index_reports_a_malformed_vocabulary_line(tmp_path, tiny_bert):
     assert not (tmp_path / "pipe").exists()
 
 
+def test_a_max_length_beyond_the_models_positions_is_said_before_the_vocabulary_or_pairs_are_read(tmp_path, tiny_bert):
+    bad = tmp_path / "bad.txt"  # a malformed line: read first, it would be the error
+    bad.write_text("D1||Heart failure\nthis line has no separator\n", encoding="utf8")
+    for args in (["build-index", str(bad), str(tmp_path / "pipe"), "--model", tiny_bert, "--max-length", "129"],
+                 ["train", str(bad), "--model", tiny_bert, "--output", str(tmp_path / "run"), "--max-length", "129"]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 1 and "max_length=129 is more word pieces than" in error_line(result) and "(128 positions)" in error_line(result), args
+    assert not (tmp_path / "pipe").exists() and not (tmp_path / "run").exists()
+
+
 def test_add_memory_stores_corpus_mentions_and_settings_in_the_pipeline(built_pipeline, tmp_path):
     import spacy
 

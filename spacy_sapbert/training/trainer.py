@@ -57,7 +57,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
-from ..encoder import POOLINGS, embed_padded, padded_chunks, resolve_device
+from ..encoder import POOLINGS, check_max_length_before_load, embed_padded, padded_chunks, resolve_device
 from ..errors import SapbertError
 from ..extras import require
 from ..io import file_digest
@@ -299,6 +299,7 @@ def _train(config: TrainConfig, resume: bool, device: torch.device, ctx: Distrib
 
     # the run records the chunk it used, so that a resume on the same device compares like with like
     config = dataclasses.replace(config, encode_chunk=resolve_encode_chunk(config.encode_chunk, config.batch_size, device))
+    check_max_length_before_load(config.model, config.max_length, f"the model {config.model}")  # before the pairs are read
     pairs = PairsFile(config.pairs)  # validates every line first: errors name file and line
     prefetch: Optional[Prefetcher] = None
     try:
