@@ -292,7 +292,7 @@ def convert_command(
     from .outputs import check_file_outputs
     from .spacy_kb import with_kb_gold_ids
 
-    check_file_outputs(output, report, inputs=corpora)
+    check_file_outputs(output, report, inputs=[*corpora, kb_ids])
 
     mapping = parse_label_map(label_map)
     nlp = _blank(lang)
@@ -397,7 +397,7 @@ def plot_embeddings_command(
     from .outputs import check_file_outputs
     from .readers import read_vocabularies, vocabulary_specs
 
-    check_file_outputs(output, inputs=vocab)
+    check_file_outputs(output, inputs=[*vocab, after, before])
 
     sample = sample_concepts(read_vocabularies(vocabulary_specs(vocab, "auto", mesh_trees)), concepts, seed=seed)
     if len(sample) < 2:
@@ -601,7 +601,7 @@ def visualize_command(
     from .pipeline import doc_to_json, require_linkers
     from .visualize import displacy_doc, render_page
 
-    check_file_outputs(output, inputs=[file])
+    check_file_outputs(output, inputs=[file, pipeline])
     if output is not None and (port is not None or host is not None):
         raise SapbertError("--port and --host are the server's; with --output the page is written, not served")
     texts = list(_input_texts(text, file))  # one page of them all: read (and checked) before the pipeline is loaded
@@ -707,7 +707,7 @@ def evaluate_command(
     from .readers import read_spell_check, vocabulary_specs
     from .reranker import check_rerank_backend
 
-    check_file_outputs(output, errors, plot, inputs=[corpus, *vocab, *train, *memory, spell_check, memory_settings])
+    check_file_outputs(output, errors, plot, inputs=[corpus, *vocab, *train, *memory, spell_check, memory_settings, model, baseline_model, reranker, end_to_end])
     for weight in rerank_weight:
         check_rerank_weight(weight, "--rerank-weight")
     check_rerank_backend(rerank_backend, "--rerank-backend")

@@ -351,6 +351,16 @@ def test_an_output_that_is_an_input_or_named_twice_is_refused_and_the_input_kept
                                      "--report", str(report)])
         assert result.exit_code == 1 and said in error_line(result), report
     assert (config.read_bytes(), corpus.read_bytes()) == before and not (tmp_path / "chosen").exists()
+    # every folder a command reads is an input (found by an audit: these four wrote over the pipeline's config.cfg)
+    for args in (["visualize", "Hepatoma", "--pipeline", str(built_pipeline), "-o", str(config)],
+                 ["convert", str(corpus), "-o", str(tmp_path / "k.spacy"), "--kb-ids", str(built_pipeline), "--report", str(config)],
+                 ["evaluate", str(corpus), "--vocab", str(tmp_path / "vocab.txt"), "--end-to-end", str(built_pipeline), "--output", str(config)],
+                 ["evaluate", str(corpus), "--vocab", str(tmp_path / "vocab.txt"), "--model", str(built_pipeline), "--errors", str(config)],
+                 ["evaluate", str(corpus), "--vocab", str(tmp_path / "vocab.txt"), "--reranker", str(built_pipeline), "--plot", str(config)],
+                 ["plot-embeddings", str(tmp_path / "vocab.txt"), "--after", str(built_pipeline), "-o", str(config)]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 1 and "is also an input of this command, or inside one" in error_line(result), args
+    assert config.read_bytes() == before[0]
     result = runner.invoke(app, ["convert", str(corpus), "-o", str(tmp_path / "cv" / "out.spacy"), "--report", str(tmp_path / "cv")])
     assert result.exit_code == 1 and "is the folder of another output" in error_line(result)
     for command in (["convert", str(corpus), "-o", str(tmp_path / "x.spacy")], ["build-index", str(tmp_path / "vocab.txt"), str(tmp_path / "b")]):
