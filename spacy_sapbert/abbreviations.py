@@ -553,7 +553,7 @@ def _names_the_entity(text: str, entity: Span, short: str, long_start: int, long
 
 def entities_with_short_forms(doc: Doc) -> List[Span]:
     """`doc.ents` with short forms following their long forms: every whole-word occurrence of a short
-    form whose long form lies inside an entity becomes an entity with that entity's label (where it
+    form whose long form names an entity (`_names_the_entity`) becomes an entity with that entity's label (where it
     aligns to tokens and overlaps no entity), and an entity that is exactly a short form whose long form
     overlaps no entity is dropped.
 

@@ -341,7 +341,7 @@ def train_ner_command(
     ctx: typer.Context,
     config: Path = typer.Argument(..., help="spaCy training config (e.g. projects/sapbert/configs/ner.cfg)."),
     output: Path = typer.Argument(..., help="Folder for model-best and model-last."),
-    overwrite: bool = typer.Option(False, help="Replace OUTPUT when it is an earlier `spacy train` output (atomically)."),
+    overwrite: bool = typer.Option(False, help="Replace OUTPUT when it is an earlier train-ner output (atomically; a folder `spacy train` wrote by itself is refused)."),
     gpu_id: int = typer.Option(-1, "--gpu-id", "-g", help="GPU to train on, as spacy train's --gpu-id; -1 for the CPU."),
 ) -> None:
     """`spacy train CONFIG` whose OUTPUT appears complete or not at all (a failed or killed run leaves no half-written
