@@ -228,6 +228,15 @@ class NameLinks:
         return hits
 
 
+class NameSelector:
+    """A faiss id selector over name rows (a bitmap; faiss reads the bits, which this keeps alive)."""
+
+    def __init__(self, selected: numpy.ndarray) -> None:
+        self.count = int(selected.sum())
+        self.bits = numpy.packbits(selected, bitorder="little")
+        self.faiss_selector = faiss.IDSelectorBitmap(len(selected), faiss.swig_ptr(self.bits))
+
+
 class ConceptIndex:
     """Names of a vocabulary in a faiss index, searched at the concept level.
 
@@ -287,6 +296,7 @@ class ConceptIndex:
         self.vocabulary_hash = vocabulary
         self._masks: Dict[Tuple[str, frozenset], numpy.ndarray] = {}  # list_mask's, per field and set of values
         self._name_lookup: Optional[HashLookup] = None  # name_row's, built on first use
+        self._selectors: Dict[bytes, NameSelector] = {}  # search's, per allowed mask (a few kept)
 
     @property
     def dim(self) -> int:
@@ -429,6 +439,7 @@ class ConceptIndex:
             self.links = NameLinks.from_pairs(
                 numpy.concatenate([first[:, 0], pair_names]), numpy.concatenate([first[:, 1], pair_concepts]), len(self.names)
             )
+        self._selectors.clear()  # they select name rows, which the new names and links change
         if given or len(self.concepts) != n_concepts:  # no longer the saved index: pickled as itself, not as the folder
             self.folder = None
         return sum(pair not in existing for pair in given)
@@ -446,8 +457,9 @@ class ConceptIndex:
     def search(self, queries: numpy.ndarray, k: int, allowed: Optional[numpy.ndarray] = None) -> List[List[Candidate]]:
         """For each query vector, up to `k` (concept id, score) pairs, best first, each concept once.
 
-        `allowed` (a boolean per concept row, e.g. type_mask): only those concepts are candidates; the
-        search widens until it has `k` of them or has seen every name: deeper, and for an inverted file
+        `allowed` (a boolean per concept row, e.g. type_mask): only those concepts are candidates, and faiss
+        scans only names of an allowed concept (a rare type costs what an unfiltered search does, not a walk
+        over every name); the search widens until it has `k` of them or has seen every such name: deeper, and for an inverted file
         whose scanned lists ran out, over more lists (`nprobe`, given to that search only: the index is shared by
         threads, and a setting changed on it and set back mid-search changed their results)."""
         if len(queries) == 0:
@@ -455,13 +467,17 @@ class ConceptIndex:
         if queries.shape[1] != self.dim:
             raise IndexFormatError(f"query vectors have dimension {queries.shape[1]} but the index has {self.dim}")
         queries = float32_rows(queries, self.normalize)
+        selector = None if allowed is None else self._name_selector(allowed)
+        limit = self.vectors.ntotal if selector is None else selector.count  # the names the search can return
+        if limit == 0:
+            return [[] for _ in queries]
         results: List[Optional[List[Candidate]]] = [None] * len(queries)
         pending = numpy.arange(len(queries))
-        depth = min(self.vectors.ntotal, first_search_depth(k, len(self.names), len(self.concepts)))
+        depth = min(limit, first_search_depth(k, len(self.names), len(self.concepts)))
         lists = self.inverted_lists
         nprobe, exact = self.nprobe, False
         while len(pending):
-            scores, rows = self._name_hits(queries[pending], depth, nprobe, exact)
+            scores, rows = self._name_hits(queries[pending], depth, nprobe, exact, selector)
             unfinished, ran_out, graph_ended = [], False, False
             for qi, score_row, name_row in zip(pending, scores, rows):
                 hits = self.links.concept_hits(score_row, name_row, k, self.concepts.ids, allowed)
@@ -469,13 +485,13 @@ class ConceptIndex:
                 more_lists = name_row[-1] < 0 and nprobe < lists
                 # an HNSW graph search ends short of the names it holds (a third of 6,000): the exact scan finds them
                 graph_short = name_row[-1] < 0 and not lists and not exact and len(hits) < k
-                if len(hits) < k and ((depth < self.vectors.ntotal and name_row[-1] >= 0) or more_lists or graph_short):
+                if len(hits) < k and ((depth < limit and name_row[-1] >= 0) or more_lists or graph_short):
                     unfinished.append(qi)
                     ran_out, graph_ended = ran_out or more_lists, graph_ended or graph_short
                 else:
                     results[qi] = hits
             pending = numpy.array(unfinished, dtype="int64")
-            depth = min(self.vectors.ntotal, depth * 4)
+            depth = min(limit, depth * 4)
             if ran_out:
                 nprobe = min(lists, nprobe * 4)
             exact = exact or graph_ended
@@ -532,16 +548,34 @@ class ConceptIndex:
             self._masks[key] = mask
         return self._masks[key]
 
-    def _name_hits(self, queries: numpy.ndarray, depth: int, nprobe: int, exact: bool = False) -> Tuple[numpy.ndarray, numpy.ndarray]:
+    def _name_selector(self, allowed: numpy.ndarray) -> "NameSelector":
+        """The name rows of the concepts `allowed` (a boolean per concept row), as faiss selects ids; kept per mask."""
+        key = hashlib.blake2b(numpy.packbits(allowed).tobytes(), digest_size=16).digest() + len(allowed).to_bytes(8, "little")
+        selector = self._selectors.get(key)
+        if selector is None:
+            name_rows, concept_rows = self.links.pairs()
+            selected = numpy.zeros(len(self.names), dtype=bool)
+            selected[name_rows[numpy.asarray(allowed, dtype=bool)[concept_rows]]] = True
+            selector = NameSelector(selected)
+            if len(self._selectors) >= 16:  # types_by_label makes one mask per label: a few
+                self._selectors.pop(next(iter(self._selectors)))
+            self._selectors[key] = selector
+        return selector
+
+    def _name_hits(
+        self, queries: numpy.ndarray, depth: int, nprobe: int, exact: bool = False, selector: Optional["NameSelector"] = None
+    ) -> Tuple[numpy.ndarray, numpy.ndarray]:
         """The `depth` best (score, name row) of each query, an inverted file scanning `nprobe` lists; a RERANKED type
         re-scores a wider shortlist exactly against its float16 vectors. `exact`: an HNSW graph's vectors are scanned
-        whole (its graph search ended early)."""
-        params = {"params": faiss.SearchParametersIVF(nprobe=nprobe)} if self.inverted_lists else {}
+        whole (its graph search ended early). `selector`: only its name rows are scanned."""
+        sel = {} if selector is None else {"sel": selector.faiss_selector}
+        params = {"params": faiss.SearchParametersIVF(nprobe=nprobe, **sel)} if self.inverted_lists else {"params": faiss.SearchParameters(**sel)} if sel else {}
         if exact and isinstance(self.vectors, faiss.IndexHNSW):
-            return faiss.downcast_index(self.vectors.storage).search(queries, depth)
+            return faiss.downcast_index(self.vectors.storage).search(queries, depth, **params)
         if self.rerank is None:
             return self.vectors.search(queries, depth, **params)
-        _, rows = self.vectors.search(queries, min(self.vectors.ntotal, max(depth, self.shortlist)), **params)
+        limit = self.vectors.ntotal if selector is None else selector.count
+        _, rows = self.vectors.search(queries, min(limit, max(depth, self.shortlist)), **params)
         return rescored(queries, rows, self.rerank, depth)
 
     # serialization -----------------------------------------------------------------------------
