@@ -895,6 +895,22 @@ def add_reranker_command(
     typer.echo(f"re-ranker {reranker} added to {component} in {output} (rerank_weight {nlp.get_pipe(component).rerank_weight})", err=True)
 
 
+@app.command("package")
+def package_command(
+    pipeline: Path = typer.Argument(..., help="Saved pipeline folder."),
+    output_dir: Path = typer.Argument(..., help="Folder to put the wheel in (created if missing)."),
+    name: str = typer.Option(..., help="Package name; spaCy puts the language first (en_NAME)."),
+    version: str = typer.Option("0.1.0", help="Package version."),
+    overwrite: bool = typer.Option(False, help="Replace a wheel of the same name and version in OUTPUT_DIR."),
+) -> None:
+    """An installable wheel of a saved pipeline (`spacy package`), built in a fresh folder each time so that it holds
+    exactly the pipeline; only the wheel is written to OUTPUT_DIR."""
+    from .packaging import build_wheel
+
+    wheel = build_wheel(pipeline, output_dir, name, version, overwrite=overwrite)
+    typer.echo(f"{wheel} written (pip install {wheel})", err=True)
+
+
 @app.command("combine-rerankers")
 def combine_rerankers_command(
     rerankers: List[Path] = typer.Argument(..., help="Two or more re-ranker model folders written by train-reranker for the same pipeline (e.g. other seeds)."),

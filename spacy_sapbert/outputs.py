@@ -355,9 +355,7 @@ def write_new_dir(output: Path, fill: Callable[[Path], None], *, replace: bool =
     complete new folder is left where it is and the error names it.
     """
     output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    remove_abandoned_tmp_dirs(output)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}{TMP_MARK}{os.getpid()}@{socket.gethostname()}@", dir=output.parent))
+    tmp = new_tmp_dir(output)
     try:
         give_default_mode(tmp)
         fill(tmp)
@@ -369,6 +367,14 @@ def write_new_dir(output: Path, fill: Callable[[Path], None], *, replace: bool =
         _move_into_place(tmp, output, replace)
     except OSError as err:
         raise SapbertError(f"could not move the finished output {tmp} to {output}: {err}; it is complete at {tmp}") from err
+
+
+def new_tmp_dir(output: Path) -> Path:
+    """A fresh temporary folder beside `output` (same file system: moved into place by a rename), named for this
+    process and host so that a later write of `output` removes it if the process is killed; earlier abandoned ones go."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    remove_abandoned_tmp_dirs(output)
+    return Path(tempfile.mkdtemp(prefix=f".{output.name}{TMP_MARK}{os.getpid()}@{socket.gethostname()}@", dir=output.parent))
 
 
 def remove_abandoned_tmp_dirs(output: Path) -> List[Path]:

@@ -589,3 +589,28 @@ def test_a_commands_warnings_are_one_line_each(tmp_path):
     assert not any(line.startswith("  ") for line in lines)
     debug = subprocess.run([sys.executable, "-m", "spacy_sapbert", "--debug", *command[3:]], capture_output=True, text=True, check=True)
     assert "VocabularyWarning" in debug.stderr and "warning: VocabularyWarning" not in debug.stderr
+
+
+def test_package_builds_a_wheel_of_exactly_the_pipeline_each_time(built_pipeline, tmp_path):
+    """`spacy package --force` over its earlier folder kept the earlier build's files: a rebuilt wheel carried a
+    re-ranker/ folder its pipeline no longer had, and linked otherwise (found by an audit of the project workflow)."""
+    import zipfile
+
+    extra = built_pipeline / "sapbert_linker" / "notes"
+    extra.mkdir()
+    (extra / "stale.txt").write_text("from the first build\n", encoding="utf8")
+    args = ["package", str(built_pipeline), str(tmp_path / "packages"), "--name", "tiny_pkg", "--version", "0.0.1"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    wheel = tmp_path / "packages" / "en_tiny_pkg-0.0.1-py3-none-any.whl"
+    assert [p.name for p in (tmp_path / "packages").iterdir()] == [wheel.name]  # the wheel only, no build folder
+    assert any(n.endswith("sapbert_linker/notes/stale.txt") for n in zipfile.ZipFile(wheel).namelist())
+    result = runner.invoke(app, args)
+    assert result.exit_code == 1 and "pass --overwrite" in error_line(result)
+    (extra / "stale.txt").unlink()  # the file this test made
+    extra.rmdir()
+    result = runner.invoke(app, [*args, "--overwrite"])
+    assert result.exit_code == 0, result.output
+    names = zipfile.ZipFile(wheel).namelist()
+    assert not any("notes" in n for n in names) and any(n.endswith("sapbert_linker/cfg") for n in names)
+    assert [p.name for p in (tmp_path / "packages").iterdir()] == [wheel.name]

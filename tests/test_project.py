@@ -169,3 +169,20 @@ def test_every_data_file_a_step_reads_is_one_of_its_deps():
         if unlisted:
             missing[command["name"]] = unlisted
     assert missing == {}
+
+
+def test_the_umls_workflow_writes_only_files_of_its_own():
+    """`umls` wrote corpus/synonyms.txt, training/linker and training/pipeline, which `all` writes: run after it, it
+    replaced the MEDIC linker and `package` then built the MEDIC-named wheel from the UMLS pipeline (an audit)."""
+    import srsly
+
+    project = srsly.read_yaml(ROOT / "projects" / "sapbert" / "project.yml")
+    commands = {command["name"]: command for command in project["commands"]}
+
+    def outputs(workflow):
+        return {output for name in project["workflows"][workflow] for output in commands[name].get("outputs", [])}
+
+    umls = outputs("umls")
+    others = outputs("all") | outputs("knn") | outputs("best")
+    assert umls and not umls & others
+    assert all(dep in umls or dep.startswith("${vars.umls_dir}/") for name in project["workflows"]["umls"] for dep in commands[name].get("deps", []))
