@@ -153,7 +153,7 @@ def _check_int8_agreement(fp32: Path, int8: Path, tokenizer) -> None:
     """`check_agreement` of the int8 file against the float32 file it was quantized from."""
     cpu = torch.device("cpu")
     check_agreement(
-        probe_vectors(OnnxModel(fp32, 0, cpu), tokenizer), probe_vectors(OnnxModel(int8, 0, cpu), tokenizer),
+        probe_vectors(OnnxModel(fp32, 0, cpu), tokenizer), probe_vectors(OnnxModel(int8, 0, cpu, per_row=True), tokenizer),
         "onnx-int8", MIN_INT8_COSINE, "backend 'onnx' (same vectors as torch) or 'torch'",
     )
 
@@ -231,9 +231,13 @@ def saved_onnx(folder: Path, backend: str, fingerprint: str) -> Optional[Path]:
 
 class OnnxModel:
     """An ONNX Runtime session that stands in for a Hugging Face model in `pooled_chunks`: called with the
-    tokenizer's tensors, it returns an object with `last_hidden_state`; `config.hidden_size` as the model's."""
+    tokenizer's tensors, it returns an object with `last_hidden_state`; `config.hidden_size` as the model's.
 
-    def __init__(self, path: Path, hidden_size: int, device: torch.device):
+    `per_row`: run each row alone, without its padding (int8: dynamic quantization takes each activation scale over
+    the whole input, so a batch's other texts and its padding moved a text's vector, and links changed with the batch:
+    46 of 1,747 NCBI-disease mentions between batches of 1 and 64 in an audit)."""
+
+    def __init__(self, path: Path, hidden_size: int, device: torch.device, per_row: bool = False):
         ort = require("onnxruntime")
         options = ort.SessionOptions()
         options.intra_op_num_threads = torch.get_num_threads()  # the process's torch setting (one per nlp.pipe child)
@@ -252,20 +256,41 @@ class OnnxModel:
         self.input_names = [i.name for i in self.session.get_inputs()]
         self.config = SimpleNamespace(hidden_size=hidden_size)
         self.device = device
+        self.per_row = per_row
 
     def __getstate__(self) -> Dict[str, object]:
         """Pickled as its file (spaCy's spawned nlp.pipe processes): a session does not pickle."""
-        return {"path": self.path, "hidden_size": self.config.hidden_size, "device": self.device}
+        return {"path": self.path, "hidden_size": self.config.hidden_size, "device": self.device, "per_row": self.per_row}
 
     def __setstate__(self, state: Dict[str, object]) -> None:
-        self.__init__(state["path"], state["hidden_size"], state["device"])
+        self.__init__(state["path"], state["hidden_size"], state["device"], state.get("per_row", False))
 
     def __call__(self, **batch: torch.Tensor) -> SimpleNamespace:
         if "token_type_ids" in self.input_names and "token_type_ids" not in batch:  # callers that pass ids and mask only
             batch = {**batch, "token_type_ids": torch.zeros_like(batch["input_ids"])}
         feeds = {name: batch[name].cpu().numpy().astype(numpy.int64) for name in self.input_names}
-        hidden = self.session.run(["last_hidden_state"], feeds)[0]
+        if self.per_row:
+            hidden = self._rows_alone(feeds)
+        else:
+            hidden = self.session.run(["last_hidden_state"], feeds)[0]
         return SimpleNamespace(last_hidden_state=torch.from_numpy(hidden).to(self.device))
+
+    def one_text_at_a_time(self) -> "OnnxModel":
+        """This session, run on each row alone (`per_row`)."""
+        alone = copy.copy(self)
+        alone.per_row = True
+        return alone
+
+    def _rows_alone(self, feeds: Dict[str, numpy.ndarray]) -> numpy.ndarray:
+        """The last hidden state of each row run alone on its unpadded pieces (zeros where it was padded)."""
+        rows = []
+        for row in range(len(feeds["input_ids"])):
+            keep = feeds["attention_mask"][row] > 0
+            alone = self.session.run(["last_hidden_state"], {name: value[row][keep][None, :] for name, value in feeds.items()})[0][0]
+            padded = numpy.zeros((len(keep), alone.shape[-1]), dtype=alone.dtype)
+            padded[keep] = alone
+            rows.append(padded)
+        return numpy.stack(rows)
 
 
 def onnx_model_for(encoder, backend: str, workdir: Path) -> OnnxModel:

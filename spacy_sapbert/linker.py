@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import functools
 import itertools
 import json
 import os
@@ -656,7 +657,7 @@ class SapbertLinker(Pipe):
         index = self._require_index()
         encoder = self._require_encoder()
         vectors = self.vector_cache.vectors(
-            list(keys), encoder_settings(encoder), lambda missing: encoder.encode(missing, progress=len(missing) > 5000)
+            list(keys), encoder_settings(encoder), lambda missing: encoder.encode(missing, progress=len(missing) > 5000, mentions=True)
         )
         concept_hits = [index.exact_name_first(key, hits, allowed) for key, hits in zip(keys, index.search(vectors, self.k, allowed))]
         return concept_hits, (self.memory.search(vectors, memory_k) if self.memory_active else None)
@@ -724,7 +725,7 @@ class SapbertLinker(Pipe):
             self.memory = MentionMemory(encoder.dim, settings=self.vector_settings())
         else:
             self._check_vector_settings(self.memory, "mention memory")
-        return self.memory.add(entries, encoder.encode)
+        return self.memory.add(entries, functools.partial(encoder.encode, mentions=True))
 
     # look-ups -------------------------------------------------------------------------------------
 
