@@ -388,6 +388,7 @@ def plot_embeddings_command(
     concepts: int = typer.Option(12, help="Concepts to draw (each with 4 to 12 names)."),
     mesh_trees: List[str] = typer.Option([], help="Keep only MeSH descriptors under these tree letters."),
     max_length: Optional[int] = typer.Option(None, help="Word pieces per name. Default: what --after was trained at (its sapbert_encoder.json), else 25."),
+    pooling: Optional[str] = typer.Option(None, help="cls or mean, for both encoders. Default: what --after declares (its 1_Pooling: how it was trained), else cls."),
     device: str = typer.Option("auto", help="auto, cpu or cuda."),
     seed: int = typer.Option(0, help="Seed of the concept sample and of t-SNE."),
 ) -> None:
@@ -405,9 +406,10 @@ def plot_embeddings_command(
     names, labels = names_and_labels(sample)
     panels = {}
     max_length = _max_length(after, max_length)  # both encoders at the length the trained one was trained at
+    _, trained_pooling = _model_and_pooling(after, pooling, None)  # and pooled as it was trained (a base model declares none)
     for which, model in (("before", before), ("after", after)):
-        model, pooling = _model_and_pooling(model, None, offline_default_model())
-        vectors = Encoder(model, pooling=pooling, max_length=max_length, device=device).encode(names)
+        model = model or offline_default_model()
+        vectors = Encoder(model, pooling=trained_pooling, max_length=max_length, device=device).encode(names)
         rate = same_concept_neighbour_rate(vectors, labels)
         typer.echo(f"{which} ({model}): the nearest other name is of the same concept for {100 * rate:.1f}% of {len(names)} names")
         panels[f"{which}: {'/'.join(Path(model).parts[-2:])}, nearest name same concept {100 * rate:.0f}%"] = vectors

@@ -31,3 +31,32 @@ def test_plot_embeddings_writes_a_png_and_reports_both_encoders(tmp_path, tiny_b
     assert result.exit_code == 0, result.output
     assert (tmp_path / "emb.png").read_bytes()[:4] == b"\x89PNG"
     assert result.output.count("the nearest other name is of the same concept for") == 2 and "of 20 names" in result.output
+
+
+def test_both_encoders_are_pooled_as_the_trained_one_was_trained(tmp_path, tiny_bert, tiny_bert_48, monkeypatch):
+    """A base model declares no pooling: the "before" panel was pooled with [CLS] while training (and the "after"
+    panel) used mean pooling, so the picture compared two poolings, not before and after (found by an audit)."""
+    import shutil
+
+    from spacy_sapbert import encoder as encoder_module
+    from spacy_sapbert.encoder import write_pooling_files
+
+    trained = tmp_path / "trained"
+    shutil.copytree(tiny_bert_48, trained)
+    write_pooling_files(trained, "mean", 25, 48)
+    used = []
+    real = encoder_module.Encoder
+
+    def recording(model, **options):
+        used.append((model, options["pooling"]))
+        return real(model, **options)
+
+    monkeypatch.setattr(encoder_module, "Encoder", recording)
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("".join(f"D{i}||disease {i}|illness {i}|sickness {i}|malady {i}\n" for i in range(3)), encoding="utf8")
+    args = ["plot-embeddings", str(vocab), "--before", tiny_bert, "--after", str(trained), "-o", str(tmp_path / "e.png"), "--device", "cpu"]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    assert used == [(tiny_bert, "mean"), (str(trained), "mean")]
+    used.clear()
+    assert CliRunner().invoke(app, [*args, "--pooling", "cls"]).exit_code == 0
+    assert [pooling for _, pooling in used] == ["cls", "cls"]
