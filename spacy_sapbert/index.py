@@ -33,12 +33,13 @@ from .preprocess import bare_id
 #    concept links, an id hash look-up), memory-mapped at load like the faiss index. Formats 5 and 6 are
 #    read into memory.
 # 8: concept definitions in the tables; 7 is read with empty definitions.
-FORMAT_VERSION = 9  # 9: concept sources in the tables; 8 and older are read with empty sources
-READABLE_VERSIONS = (5, 6, 7, 8, 9)
+FORMAT_VERSION = 10  # 10: the names' hash look-up saved; 9: concept sources (8 and older: empty sources)
+READABLE_VERSIONS = (5, 6, 7, 8, 9, 10)
 MSGPACK_VERSIONS = (5, 6)
 META_FILE, VECTORS_FILE, TABLES_DIR = "meta.json", "vectors.faiss", "tables"
 CONCEPTS_FILE, NAMES_FILE = "concepts.msgpack", "names.msgpack"  # formats 5 and 6
 RERANK_FILE = "rerank.npy"
+NAME_LOOKUP = "name_lookup"  # the tables' prefix of the names' HashLookup (format 10)
 
 Candidate = Tuple[str, float]
 TIE_TOLERANCE = 1e-5  # scores this close to the best are ties (one vector; float rounding of the inner product)
@@ -259,13 +260,15 @@ class ConceptIndex:
         rerank: Optional[numpy.ndarray] = None,
         folder: Optional[Path] = None,
         tie_order: str = TIE_ORDER,
+        name_lookup: Optional[HashLookup] = None,
     ):
         """`concepts`: the concepts, one row each, that the links point to; `names`: the distinct
         normalized names, one per faiss row; `encoder`: the ENCODER_SETTINGS the vectors were made with
         (None: unknown, an `encode` function); `vocabulary`: the vocabulary_hash of the concepts;
         `rerank`: the float16 vectors of a RERANKED index type; `folder`: the saved index that `vectors`
         and the tables are memory-mapped from (a mapped faiss index is read-only: faiss aborts the
-        process when codes are added to it); `tie_order`: how `links` orders the concepts of a name."""
+        process when codes are added to it); `tie_order`: how `links` orders the concepts of a name;
+        `name_lookup`: the saved `HashLookup` of `names` (else built on first use: 25 s at 10M names, in every process)."""
         names = names if isinstance(names, StringColumn) else StringColumn.from_strings(names)
         if vectors.ntotal != len(names) or len(links) != len(names):
             raise IndexFormatError(
@@ -295,7 +298,9 @@ class ConceptIndex:
         self.encoder_settings = {key: (encoder or {}).get(key) for key in ENCODER_SETTINGS}
         self.vocabulary_hash = vocabulary
         self._masks: Dict[Tuple[str, frozenset], numpy.ndarray] = {}  # list_mask's, per field and set of values
-        self._name_lookup: Optional[HashLookup] = None  # name_row's, built on first use
+        if name_lookup is not None and len(name_lookup.hashes) != len(names):
+            raise IndexFormatError(f"the name look-up holds {len(name_lookup.hashes)} names, not {len(names)}; rebuild the index (build-index)")
+        self._name_lookup = name_lookup  # name_row's
         self._selectors: Dict[bytes, NameSelector] = {}  # search's, per allowed mask (a few kept)
 
     @property
@@ -518,12 +523,17 @@ class ConceptIndex:
 
     def name_row(self, name: str) -> Optional[int]:
         """The row of a stored (normalized) name, or None; the hash look-up over the names is built on first use."""
-        if self._name_lookup is None:
-            self._name_lookup = HashLookup.build(self.names)
-        for row in self._name_lookup.candidates(name):
+        for row in self.name_lookup.candidates(name):
             if self.names[row] == name:
                 return row
         return None
+
+    @property
+    def name_lookup(self) -> HashLookup:
+        """The hash look-up of the names: saved with the index (format 10), else built here once."""
+        if self._name_lookup is None:
+            self._name_lookup = HashLookup.build(self.names)
+        return self._name_lookup
 
     def type_mask(self, types: Iterable[str]) -> numpy.ndarray:
         """A boolean per concept row: True where the concept has one of `types` (UMLS TUIs, an ontology's
@@ -596,7 +606,7 @@ class ConceptIndex:
 
     def tables(self) -> Dict[str, numpy.ndarray]:
         """The name and concept tables as flat arrays, saved as TABLES_DIR/KEY.npy and memory-mapped at load."""
-        return table_arrays(self.concepts, self.names, self.links)
+        return {**table_arrays(self.concepts, self.names, self.links), **self.name_lookup.arrays(NAME_LOOKUP)}
 
     def to_disk(self, folder: Union[str, Path]) -> None:
         """Write the tables, vectors.faiss (and rerank.npy), then meta.json, each file atomically."""
@@ -689,6 +699,7 @@ class ConceptIndex:
             table = ConceptTable.from_arrays(tables, "concepts")
             names = StringColumn.from_arrays(tables, "names")
             links = NameLinks(tables["links.offsets"], tables["links.concepts"])
+            name_lookup = HashLookup.from_arrays(tables, NAME_LOOKUP) if f"{NAME_LOOKUP}.hashes" in tables else None
         except (ValueError, KeyError) as err:
             raise IndexFormatError(f"{source}: the tables in {TABLES_DIR}/ do not fit together ({err}); rebuild the index (build-index)") from err
         if len(table) != meta["n_concepts"]:
@@ -708,6 +719,7 @@ class ConceptIndex:
             rerank=rerank,
             folder=folder,
             tie_order=meta.get("tie_order", LEGACY_TIE_ORDER),
+            name_lookup=name_lookup,
         )
 
 
@@ -741,6 +753,7 @@ def table_dtypes(version: int = FORMAT_VERSION) -> Dict[str, str]:
     return {
         **StringColumn.dtypes("names"), "links.offsets": "int64", "links.concepts": "int64",
         **ConceptTable.array_dtypes("concepts", definitions=version >= 8, sources=version >= 9),
+        **(HashLookup.dtypes(NAME_LOOKUP) if version >= 10 else {}),
     }
 
 
