@@ -46,6 +46,7 @@ setup(
         "spacy_factories": [
             "sapbert_linker = spacy_sapbert.linker:make_sapbert_linker",
             "sapbert_abbreviations = spacy_sapbert.abbreviations:make_abbreviation_detector",
+            "sapbert_dictionary_matcher = spacy_sapbert.dictionary_matcher:make_dictionary_matcher",
         ],
         "spacy_misc": [
             "spacy-sapbert.Vocabulary.v1 = spacy_sapbert.registry:vocabulary_v1",

@@ -6,6 +6,7 @@ from .kb import Concept, KnowledgeBase
 from .linker import SapbertLinker
 from . import registry  # noqa: F401  (registers the vocabulary loaders)
 from . import ner_transformer  # noqa: F401  (registers the TransformerTok2Vec architecture)
+from . import dictionary_matcher  # noqa: F401  (registers the sapbert_dictionary_matcher factory)
 
 __version__ = "0.2.0"
 

@@ -643,7 +643,7 @@ def demo_command(
     nlp = _load(pipeline)
     linker = the_linker(nlp, component)
     factories = {nlp.get_pipe_meta(name).factory for name in nlp.pipe_names}
-    finder = "the NER" if "ner" in factories else "the dictionary matcher" if "entity_ruler" in factories else None
+    finder = "the NER" if "ner" in factories else "the dictionary matcher" if factories & {"sapbert_dictionary_matcher", "entity_ruler"} else None
     typer.echo(f"{text}\n\n" + (f"Mentions found by {finder}:" if finder else "Mentions found: (the pipeline has no NER or matcher)"))
     for row in doc_to_json(nlp(text), [proc for _, proc in require_linkers(nlp)])["ents"]:
         _echo_link(row["text"], row["kb_id"], row["name"], row["score"])

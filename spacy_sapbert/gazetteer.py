@@ -13,7 +13,7 @@ file no longer, and always tags with the names it was trained with.
 """
 from __future__ import annotations
 
-from typing import Callable, FrozenSet, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from spacy.tokens import Doc
 from spacy.util import registry
@@ -32,18 +32,25 @@ def matchable_names(
 ) -> List[Tuple[str, str]]:
     """(normalized key, name) of each distinct name safe to match: not shorter than `min_length`
     characters and not a stop word (lowercase, whitespace collapsed: the default Normalizer)."""
-    stop = {w.lower() for w in stop_words}
-    normalize = Normalizer()
     seen = set()
     names = []
-    for concept in concepts:
-        for name in concept.names:
-            key = normalize(name)
-            if len(key) < min_length or key in stop or key in seen:
-                continue
+    for key, name in safe_names(concepts, stop_words, min_length):
+        if key not in seen:
             seen.add(key)
             names.append((key, name))
     return names
+
+
+def safe_names(concepts: Iterable[Concept], stop_words: Iterable[str] = (), min_length: int = 3) -> Iterator[Tuple[str, str]]:
+    """(normalized key, name) of every name safe to match, as `matchable_names` keeps them, repeats included (a
+    caller that dedupes otherwise holds no set of every name)."""
+    stop = {w.lower() for w in stop_words}
+    normalize = Normalizer()
+    for concept in concepts:
+        for name in concept.names:
+            key = normalize(name)
+            if len(key) >= min_length and key not in stop:
+                yield key, name
 
 
 class NameIndex:

@@ -13,7 +13,7 @@ from spacy.language import Language
 from .chunk_store import DEFAULT_CHUNK_SIZE
 from .encoder import OFFLINE_DEFAULT_PACKAGE, offline_default_model
 from .errors import SapbertError
-from .gazetteer import matchable_names
+from .gazetteer import matchable_names, safe_names
 from .kb import Concept
 from .outputs import check_pipeline_output, write_new_dir
 
@@ -176,13 +176,14 @@ def dictionary_patterns(
 def add_dictionary_matcher(
     nlp: Language, concepts: Iterable[Concept], label: str = DEFAULT_LABEL, name: str = "dictionary_matcher", **kwargs
 ):
-    """A case-insensitive EntityRuler over the vocabulary's names, a stand-in for a trained biomedical NER.
+    """A case-insensitive dictionary matcher over the vocabulary's names (`dictionary_matcher`: small and memory-mapped
+    at UMLS size), a stand-in for a trained biomedical NER. It adds to doc.ents the longest non-overlapping name
+    matches, as an EntityRuler over `dictionary_patterns` would; the names are saved with the pipeline."""
+    from .dictionary_matcher import DictionaryMatcher
 
-    It sets doc.ents to the longest non-overlapping name matches; the patterns are saved with the pipeline.
-    """
-    ruler = nlp.add_pipe("entity_ruler", name=name, config={"phrase_matcher_attr": "LOWER"}, **kwargs)
-    ruler.add_patterns(dictionary_patterns(concepts, label, stop_words=nlp.Defaults.stop_words))
-    return ruler
+    matcher: DictionaryMatcher = nlp.add_pipe("sapbert_dictionary_matcher", name=name, config={"label": label}, **kwargs)
+    matcher.add_names(" ".join(text.split()) for _, text in safe_names(concepts, nlp.Defaults.stop_words))  # keys dedupe
+    return matcher
 
 
 def add_trained_ner(nlp: Language, source: Any, before: Optional[str] = None) -> List[str]:
