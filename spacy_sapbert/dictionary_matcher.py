@@ -1,7 +1,7 @@
 """A case-insensitive dictionary matcher over a vocabulary's names that stays small at UMLS size.
 
 spaCy's EntityRuler keeps every phrase pattern as a Doc and tokenizes them all again at every load: about 6 KB
-and 0.1 ms per name (an audit: 1.8 GB and 38 s to load 300k names; UMLS has 10M). Here each name is one 64-bit
+a name (BENCHMARKS: 1.7 GB and 15 s to load 260k names; UMLS has 10M). Here each name is one 64-bit
 key, a hash of its tokens' LOWER ids (spaCy's string hashes: stable across processes), with its token count
 mixed in, kept in a sorted array that is memory-mapped at load. A doc's token windows of every name length are
 hashed at once (a polynomial prefix hash in wrapping uint64 arithmetic) and looked up with one binary search.

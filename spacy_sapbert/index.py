@@ -568,7 +568,7 @@ class ConceptIndex:
             selected[name_rows[numpy.asarray(allowed, dtype=bool)[concept_rows]]] = True
             selector = NameSelector(selected)
             if len(self._selectors) >= 16:  # types_by_label makes one mask per label: a few
-                self._selectors.pop(next(iter(self._selectors)))
+                self._selectors.clear()  # (one call, safe beside threads that search with theirs)
             self._selectors[key] = selector
         return selector
 
