@@ -129,6 +129,14 @@ class HashLookup(SavedArrays):
         order = numpy.argsort(hashes, kind="stable")
         return cls(hashes[order], order.astype("int64"))
 
+    def extended(self, strings: Sequence[str], start: int) -> "HashLookup":
+        """A new look-up that also finds `strings` at positions start, start + 1, ... (after every position held)."""
+        more = numpy.fromiter((string_hash(string) for string in strings), dtype="uint64")
+        hashes = numpy.concatenate([self.hashes, more])
+        positions = numpy.concatenate([self.positions, numpy.arange(start, start + len(more), dtype="int64")])
+        order = numpy.argsort(hashes, kind="stable")  # equal hashes keep ascending positions: the held ones come first
+        return HashLookup(hashes[order], positions[order])
+
     def candidates(self, string: str) -> List[int]:
         """Positions whose string has the same hash as `string`, ascending."""
         key = numpy.uint64(string_hash(string))

@@ -413,9 +413,9 @@ class ConceptIndex:
         n_concepts = len(self.concepts)
         if new_concepts:
             self._add_concepts(names_by_id)
-        name_rows = {name: row for row, name in enumerate(self.names)}
-        pair_names, pair_concepts = self.links.pairs()
-        existing = set(zip(pair_names.tolist(), pair_concepts.tolist()))
+        # the names held are found through the name look-up (saved with the index), not a dict of every name
+        n_names, links = len(self.names), self.links
+        new_rows: Dict[str, int] = {}
         new_names: List[str] = []
         given: Dict[Tuple[int, int], int] = {}  # times each pair is given, in the order first given
         for concept_id, name in names_by_id:
@@ -423,10 +423,13 @@ class ConceptIndex:
             key = self.normalizer(name)
             if concept_row is None or not key:
                 continue
-            if key not in name_rows:
-                name_rows[key] = len(self.names) + len(new_names)
+            row = new_rows.get(key)
+            if row is None:
+                row = self.name_row(key)
+            if row is None:
+                row = new_rows[key] = n_names + len(new_names)
                 new_names.append(key)
-            pair = (name_rows[key], concept_row)
+            pair = (row, concept_row)
             given[pair] = given.get(pair, 0) + 1
         if new_names:
             vectors = float32_rows(encode(new_names), self.normalize)
@@ -437,17 +440,19 @@ class ConceptIndex:
             self.vectors.add(vectors)
             if self.rerank is not None:  # read into memory: fine for a few thousand training mentions
                 self.rerank = numpy.concatenate([self.rerank, vectors.astype("float16")])
+            lookup = self.name_lookup  # of the names held (the loop above used it)
             self.names = self.names.extended(new_names)
-            self._name_lookup = None
+            self._name_lookup = lookup.extended(new_names, n_names)  # not built again over every name
         if given:
             first = numpy.array(sorted(given, key=lambda pair: -given[pair]), dtype="int64")  # stable: ties keep first-given order
+            pair_names, pair_concepts = links.pairs()
             self.links = NameLinks.from_pairs(
                 numpy.concatenate([first[:, 0], pair_names]), numpy.concatenate([first[:, 1], pair_concepts]), len(self.names)
             )
         self._selectors.clear()  # they select name rows, which the new names and links change
         if given or len(self.concepts) != n_concepts:  # no longer the saved index: pickled as itself, not as the folder
             self.folder = None
-        return sum(pair not in existing for pair in given)
+        return sum(row >= n_names or concept_row not in links.concepts_of(row) for row, concept_row in given)
 
     def _add_concepts(self, names_by_id: Sequence[Tuple[str, str]]) -> None:
         """Append a concept (id, first name) for each id of `names_by_id` the index lacks and that has a name."""
