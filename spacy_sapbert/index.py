@@ -461,7 +461,7 @@ class ConceptIndex:
             if concept_id not in new and self.normalizer(name) and self.concepts.row(concept_id) is None:
                 new[concept_id] = Concept(concept_id, name)
         if new:
-            self.concepts = ConceptTable.from_concepts([*self.concepts, *new.values()])
+            self.concepts = self.concepts.extended(list(new.values()))
             self._masks.clear()
 
     def search(self, queries: numpy.ndarray, k: int, allowed: Optional[numpy.ndarray] = None) -> List[List[Candidate]]:

@@ -7,7 +7,7 @@ from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 import numpy
 
-from .columns import HashLookup, StringColumn
+from .columns import HashLookup, StringColumn, string_hash
 
 
 def unique(items: Iterable[str]) -> List[str]:
@@ -199,6 +199,31 @@ class ConceptTable:
                 ends[key].append(len(flat[key]))
         lists = {key: (StringColumn.from_strings(flat[key]), numpy.array(ends[key], dtype="int64")) for key in LIST_FIELDS}
         return cls(StringColumn.from_strings(ids), StringColumn.from_strings(names), lists, definitions=StringColumn.from_strings(definitions))
+
+    def extended(self, concepts: Sequence[Concept]) -> "ConceptTable":
+        """A new table: these rows, then `concepts` (ids new to the table), without building a Concept of every row
+        held; the id look-up is carried over with its positions moved, not built again."""
+        more = ConceptTable.from_concepts(concepts)
+        n_ids, n_new = len(self.ids), len(more)
+        lists = {}
+        for key, (items, offsets) in self.lists.items():
+            new_items, new_offsets = more.lists[key]
+            lists[key] = (items.extended(list(new_items)), numpy.concatenate([offsets, new_offsets[1:] + len(items)]))
+        definitions = self.definitions if self.definitions is not None else StringColumn.from_strings([""] * n_ids)
+        lookup = None
+        if self._lookup is not None:  # positions: primary ids, then alternative ids; the new ids go between
+            held = numpy.where(self._lookup.positions >= n_ids, self._lookup.positions + n_new, self._lookup.positions)
+            n_alt = len(self.lists["alt_ids"][0])
+            new_alt = len(more.lists["alt_ids"][0])
+            positions = numpy.concatenate([held, numpy.arange(n_ids, n_ids + n_new), numpy.arange(n_ids + n_new + n_alt, n_ids + n_new + n_alt + new_alt)])
+            new_hashes = numpy.fromiter((string_hash(key) for key in itertools.chain(more.ids, more.lists["alt_ids"][0])), dtype="uint64")
+            hashes = numpy.concatenate([self._lookup.hashes, new_hashes])
+            order = numpy.argsort(hashes, kind="stable")
+            lookup = HashLookup(hashes[order], positions[order].astype("int64"))
+        return ConceptTable(
+            self.ids.extended(list(more.ids)), self.names.extended(list(more.names)), lists, lookup,
+            definitions=definitions.extended(list(more.definitions)),
+        )
 
     def _items(self, key: str, row: int) -> List[str]:
         items, offsets = self.lists[key]
