@@ -119,12 +119,11 @@ class DictionaryMatcher:
             taken.update(range(ent.start, ent.end))
         new = []
         for start, end in self.names.matches(doc):
-            if start in taken or end - 1 in taken:  # a longer or earlier match, or an entity, holds it
+            if taken.intersection(range(start, end)):  # a longer or earlier match, or an entity, holds a token of it
                 continue
             new.append(Span(doc, start, end, label=self.label))
             taken.update(range(start, end))
-        if new:
-            doc.ents = [*doc.ents, *new]
+        doc.ents = [*doc.ents, *new]  # also when none: the other tokens are then "O", as an EntityRuler leaves them
         return doc
 
     def meta(self) -> dict:
@@ -163,8 +162,12 @@ def detached_tokenizer(nlp: Language):
 
     if type(nlp.tokenizer) is not Tokenizer:
         return nlp.make_doc
+    try:
+        rules = nlp.tokenizer.to_bytes(exclude=["vocab"])
+    except (AttributeError, TypeError, ValueError):  # a rule set to a plain function (token_match = lambda ...) does not serialize
+        return nlp.make_doc
     fresh = spacy.blank(nlp.lang)
-    fresh.tokenizer.from_bytes(nlp.tokenizer.to_bytes(exclude=["vocab"]))
+    fresh.tokenizer.from_bytes(rules)
     return fresh.tokenizer
 
 

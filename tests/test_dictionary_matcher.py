@@ -66,3 +66,24 @@ def test_window_keys_are_the_keys_of_each_run_alone():
     assert len(set(int(k) for k in window_keys(ids, 1))) == 4  # equal ids, equal keys; others differ
     assert len(window_keys(ids, 6)) == 0
     assert [name_key(ids[i:i + 3]) for i in range(3)] == [int(k) for k in window_keys(ids, 3)]  # a name is found where it runs
+
+
+def test_an_entity_inside_a_longer_name_is_kept_and_unmatched_tokens_are_outside_entities():
+    """An existing entity inside a longer name (a NER's "heart" in "congestive heart failure") made the matcher set
+    overlapping entities: spaCy's E1010 stopped the whole batch (an audit). Tokens no entity covers read "O", as after
+    an EntityRuler, also in a doc with no match."""
+    nlp = spacy.blank("en")
+    add_dictionary_matcher(nlp, [Concept("D1", "congestive heart failure"), Concept("D2", "heart failure")], label="Disease")
+    doc = nlp.make_doc("Congestive heart failure was seen.")
+    doc.ents = [doc.char_span(11, 16, label="Organ")]
+    assert [(e.text, e.label_) for e in nlp(doc).ents] == [("heart", "Organ")]
+    plain = nlp("Nothing here.")
+    assert plain.has_annotation("ENT_IOB") and {t.ent_iob_ for t in plain} == {"O"}
+
+
+def test_a_tokenizer_rule_that_is_a_plain_function_still_builds():
+    """A tokenizer rule set to a lambda does not serialize: copying the tokenizer for the names failed (an audit)."""
+    nlp = spacy.blank("en")
+    nlp.tokenizer.token_match = lambda text: text == "x-ray"
+    add_dictionary_matcher(nlp, [Concept("D1", "x-ray damage")], label="Disease")
+    assert [e.text for e in nlp("Some x-ray damage.").ents] == ["x-ray damage"]
