@@ -39,7 +39,8 @@ MSGPACK_VERSIONS = (5, 6)
 META_FILE, VECTORS_FILE, TABLES_DIR = "meta.json", "vectors.faiss", "tables"
 CONCEPTS_FILE, NAMES_FILE = "concepts.msgpack", "names.msgpack"  # formats 5 and 6
 RERANK_FILE = "rerank.npy"
-NAME_LOOKUP = "name_lookup"  # the tables' prefix of the names' HashLookup (format 10)
+NAME_LOOKUP = "name_lookup"
+HNSW_EXACT_SHARE = 10  # an HNSW search whose filter allows under 1/10 of the names scans those names exactly  # the tables' prefix of the names' HashLookup (format 10)
 
 Candidate = Tuple[str, float]
 TIE_TOLERANCE = 1e-5  # scores this close to the best are ties (one vector; float rounding of the inner product)
@@ -469,7 +470,8 @@ class ConceptIndex:
 
         `allowed` (a boolean per concept row, e.g. type_mask): only those concepts are candidates, and faiss
         scans only names of an allowed concept (a rare type costs what an unfiltered search does, not a walk
-        over every name); the search widens until it has `k` of them or has seen every such name: deeper, and for an inverted file
+        over every name; an HNSW graph filtered that way returns some of the few names, not the best, so one whose
+        names are under a tenth allowed is scanned exactly, and one with more is searched as without a filter); the search widens until it has `k` of them or has seen every such name: deeper, and for an inverted file
         whose scanned lists ran out, over more lists (`nprobe`, given to that search only: the index is shared by
         threads, and a setting changed on it and set back mid-search changed their results)."""
         if len(queries) == 0:
@@ -478,6 +480,10 @@ class ConceptIndex:
             raise IndexFormatError(f"query vectors have dimension {queries.shape[1]} but the index has {self.dim}")
         queries = float32_rows(queries, self.normalize)
         selector = None if allowed is None else self._name_selector(allowed)
+        exact = False
+        if selector is not None and isinstance(self.vectors, faiss.IndexHNSW):
+            exact = selector.count * HNSW_EXACT_SHARE < self.vectors.ntotal
+            selector = selector if exact else None
         limit = self.vectors.ntotal if selector is None else selector.count  # the names the search can return
         if limit == 0:
             return [[] for _ in queries]
@@ -485,7 +491,7 @@ class ConceptIndex:
         pending = numpy.arange(len(queries))
         depth = min(limit, first_search_depth(k, len(self.names), len(self.concepts)))
         lists = self.inverted_lists
-        nprobe, exact = self.nprobe, False
+        nprobe = self.nprobe
         while len(pending):
             scores, rows = self._name_hits(queries[pending], depth, nprobe, exact, selector)
             unfinished, ran_out, graph_ended = [], False, False
