@@ -276,9 +276,9 @@ class OnnxModel:
         return SimpleNamespace(last_hidden_state=torch.from_numpy(hidden).to(self.device))
 
     def one_text_at_a_time(self) -> "OnnxModel":
-        """This session, run on each row alone (`per_row`)."""
-        alone = copy.copy(self)
-        alone.per_row = True
+        """This session (the same one: not loaded twice), run on each row alone (`per_row`)."""
+        alone = object.__new__(OnnxModel)  # copy.copy would go through __setstate__, which opens a new session
+        alone.__dict__.update(self.__dict__, per_row=True)
         return alone
 
     def _rows_alone(self, feeds: Dict[str, numpy.ndarray]) -> numpy.ndarray:

@@ -592,7 +592,7 @@ class SapbertLinker(Pipe):
         if not linkable:
             return results
         items = mentions_in_context([spans[i] for i in linkable])
-        vectors = infer_context_vectors(encoder.runtime, encoder.tokenizer, items, window=self.context_window,
+        vectors = infer_context_vectors(encoder.mention_runtime, encoder.tokenizer, items, window=self.context_window,
                                         device=encoder.device, chunk_size=encoder.batch_size)
         hits = self._require_index().search(vectors, self.k, self.allowed_rows(types))
         for i, candidates in zip(linkable, hits):

@@ -227,6 +227,7 @@ def test_an_int8_mention_vector_does_not_depend_on_the_texts_that_share_its_batc
     linker = nlp.get_pipe("sapbert_linker")
     encoder = linker.encoder
     longer = "glucose-6-phosphate dehydrogenase deficiency with acute hemolytic anemia after fava beans"
+    assert encoder.mention_runtime.session is encoder.runtime.session  # one int8 model in memory, run two ways
     alone = encoder.encode(["short stature"], mentions=True)
     for others in ([longer], ["x"] * 5):
         numpy.testing.assert_allclose(encoder.encode([*others, "short stature"], mentions=True)[-1], alone[0], atol=1e-6)
