@@ -7,42 +7,38 @@ the wheel linked otherwise than its folder). Here each build starts empty and on
 from __future__ import annotations
 
 import os
-import re
 import shutil
 from pathlib import Path
 
-import srsly
 
 from .errors import SapbertError
 from .outputs import OutputExistsError, new_tmp_dir
 
 
-def wheel_name(lang: str, name: str, version: str) -> str:
-    """The file name `spacy package` gives the wheel of package `lang`_`name` at `version`."""
-    return re.sub("_+", "_", f"{lang}_{name}-{version}") + "-py3-none-any.whl"
-
-
 def build_wheel(pipeline: Path, output_dir: Path, name: str, version: str, overwrite: bool = False) -> Path:
     """Package `pipeline` as a wheel into `output_dir` (atomically) and return its path; an existing wheel of that
-    name is replaced only with `overwrite`."""
+    name is replaced only with `overwrite`. The wheel's name is setuptools' (it normalizes names and versions)."""
     from spacy.cli.package import package
 
-    meta_file = Path(pipeline) / "meta.json"
-    if not (Path(pipeline) / "config.cfg").is_file() or not meta_file.is_file():
+    pipeline, output_dir = Path(pipeline), Path(output_dir)
+    meta_file = pipeline / "meta.json"
+    if not (pipeline / "config.cfg").is_file() or not meta_file.is_file():
         raise SapbertError(f"{pipeline}: not a saved pipeline (no config.cfg and meta.json)")
-    lang = srsly.read_json(meta_file).get("lang")
-    if not lang:
-        raise SapbertError(f"{meta_file}: no `lang`")
-    wheel = Path(output_dir) / wheel_name(lang, name, version)
-    if wheel.exists() and not overwrite:
-        raise OutputExistsError(f"the wheel {wheel} exists; pass --overwrite to replace it")
-    build = new_tmp_dir(wheel)
+    if output_dir.resolve() == pipeline.resolve() or pipeline.resolve() in output_dir.resolve().parents:
+        raise SapbertError(f"the wheel's folder {output_dir} is (inside) the pipeline {pipeline}: the package would copy itself; choose another")
+    build = new_tmp_dir(output_dir / f"{name}-{version}.whl")
     try:
-        package(Path(pipeline), build, name=name, version=version, create_sdist=False, create_wheel=True, silent=True)
-        built = build / f"{lang}_{name}-{version}" / "dist" / wheel.name
-        if not built.is_file():
-            raise SapbertError(f"spacy package wrote no {built.name} (see its messages above)")
-        os.replace(built, wheel)
+        try:
+            package(pipeline, build, name=name, version=version, create_sdist=False, create_wheel=True, silent=True)
+        except SystemExit as err:  # spaCy says why (a name it refuses, ...) and exits
+            raise SapbertError(f"spacy package refused {pipeline} as {name!r} {version!r} (its message is above)") from err
+        built = sorted(build.glob("*/dist/*.whl"))
+        if len(built) != 1:
+            raise SapbertError(f"spacy package wrote {len(built)} wheels for {pipeline}, not one (its messages are above)")
+        wheel = output_dir / built[0].name
+        if wheel.exists() and not overwrite:
+            raise OutputExistsError(f"the wheel {wheel} exists; pass --overwrite to replace it")
+        os.replace(built[0], wheel)
     finally:
         shutil.rmtree(build, ignore_errors=True)  # this call's own folder
     return wheel

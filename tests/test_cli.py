@@ -614,3 +614,9 @@ def test_package_builds_a_wheel_of_exactly_the_pipeline_each_time(built_pipeline
     names = zipfile.ZipFile(wheel).namelist()
     assert not any("notes" in n for n in names) and any(n.endswith("sapbert_linker/cfg") for n in names)
     assert [p.name for p in (tmp_path / "packages").iterdir()] == [wheel.name]
+    # setuptools normalizes names and versions: the wheel it built is the one kept (an audit: "1.0-beta" was thrown away)
+    result = runner.invoke(app, ["package", str(built_pipeline), str(tmp_path / "other"), "--name", "Tiny_Pkg", "--version", "1.0-beta"])
+    assert result.exit_code == 0, result.output
+    assert [p.name for p in (tmp_path / "other").iterdir()] == ["en_tiny_pkg-1.0b0-py3-none-any.whl"]
+    result = runner.invoke(app, ["package", str(built_pipeline), str(built_pipeline / "dist"), "--name", "x"])
+    assert result.exit_code == 1 and "is (inside) the pipeline" in error_line(result) and not (built_pipeline / "dist").exists()
