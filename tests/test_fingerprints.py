@@ -129,7 +129,7 @@ def test_index_and_memory_record_the_fingerprint_and_settings(linker_nlp, tmp_pa
         assert {key: meta[key] for key in expected} == expected
         recorded = meta["normalizer"] if folder == "index" else meta
         assert {key: recorded[key] for key in normalizer} == normalizer
-        assert meta["format_version"] == (9 if folder == "index" else 3)
+        assert meta["format_version"] == (10 if folder == "index" else 3)
     index_meta = srsly.read_json(tmp_path / "pipe" / "sapbert_linker" / "index" / "meta.json")
     assert re.fullmatch(r"[0-9a-f]{16}", index_meta["vocabulary_hash"])
 
@@ -265,7 +265,7 @@ def test_an_index_saved_before_fingerprints_asks_for_a_rebuild(linker_nlp, tmp_p
     with pytest.raises(IndexFormatError) as err:
         spacy.load(tmp_path / "pipe")
     message = one_line(err)
-    assert f"the index in {tmp_path / 'pipe' / 'sapbert_linker' / 'index'} has format_version 1 but this spacy-sapbert reads 9" in message
+    assert f"the index in {tmp_path / 'pipe' / 'sapbert_linker' / 'index'} has format_version 1 but this spacy-sapbert reads 10" in message
     assert message.endswith("rebuild it (build-index)")
 
 
