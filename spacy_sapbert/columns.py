@@ -130,11 +130,11 @@ class HashLookup(SavedArrays):
         return cls(hashes[order], order.astype("int64"))
 
     def extended(self, strings: Sequence[str], start: int) -> "HashLookup":
-        """A new look-up that also finds `strings` at positions start, start + 1, ... (after every position held)."""
+        """A new look-up that also finds `strings` at positions start, start + 1, ... (the positions held stay)."""
         more = numpy.fromiter((string_hash(string) for string in strings), dtype="uint64")
         hashes = numpy.concatenate([self.hashes, more])
         positions = numpy.concatenate([self.positions, numpy.arange(start, start + len(more), dtype="int64")])
-        order = numpy.argsort(hashes, kind="stable")  # equal hashes keep ascending positions: the held ones come first
+        order = numpy.argsort(hashes, kind="stable")  # `candidates` sorts the positions of equal hashes
         return HashLookup(hashes[order], positions[order])
 
     def candidates(self, string: str) -> List[int]:

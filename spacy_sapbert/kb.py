@@ -7,7 +7,7 @@ from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 import numpy
 
-from .columns import HashLookup, StringColumn, string_hash
+from .columns import HashLookup, StringColumn
 
 
 def unique(items: Iterable[str]) -> List[str]:
@@ -212,14 +212,10 @@ class ConceptTable:
         definitions = self.definitions if self.definitions is not None else StringColumn.from_strings([""] * n_ids)
         lookup = None
         if self._lookup is not None:  # positions: primary ids, then alternative ids; the new ids go between
-            held = numpy.where(self._lookup.positions >= n_ids, self._lookup.positions + n_new, self._lookup.positions)
-            n_alt = len(self.lists["alt_ids"][0])
-            new_alt = len(more.lists["alt_ids"][0])
-            positions = numpy.concatenate([held, numpy.arange(n_ids, n_ids + n_new), numpy.arange(n_ids + n_new + n_alt, n_ids + n_new + n_alt + new_alt)])
-            new_hashes = numpy.fromiter((string_hash(key) for key in itertools.chain(more.ids, more.lists["alt_ids"][0])), dtype="uint64")
-            hashes = numpy.concatenate([self._lookup.hashes, new_hashes])
-            order = numpy.argsort(hashes, kind="stable")
-            lookup = HashLookup(hashes[order], positions[order].astype("int64"))
+            positions = self._lookup.positions
+            held = HashLookup(self._lookup.hashes, numpy.where(positions >= n_ids, positions + n_new, positions))
+            end_of_alt_ids = n_ids + n_new + len(self.lists["alt_ids"][0])
+            lookup = held.extended(list(more.ids), n_ids).extended(list(more.lists["alt_ids"][0]), end_of_alt_ids)
         return ConceptTable(
             self.ids.extended(list(more.ids)), self.names.extended(list(more.names)), lists, lookup,
             definitions=definitions.extended(list(more.definitions)),

@@ -10,7 +10,6 @@ import os
 import shutil
 from pathlib import Path
 
-
 from .errors import SapbertError
 from .outputs import OutputExistsError, new_tmp_dir
 
