@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -193,6 +194,9 @@ class MemorySettings:
             raise SapbertError(f"{source}: {err}") from err
 
 
+_ADDING = threading.Lock()  # MentionMemory.add's (module-wide: a memory pickles and copies without one)
+
+
 class MentionMemory:
     """Distinct (mention string, concept id) entries and their unit vectors in a flat faiss index.
 
@@ -228,19 +232,30 @@ class MentionMemory:
         return len(self.texts)
 
     def add(self, entries: Iterable[Tuple[str, str]], encode: Encode) -> int:
-        """Add (mention string, concept id) entries; strings are encoded once. Returns how many were new."""
-        new = list(dict.fromkeys(
-            (text, concept_id) for text, concept_id in entries if text and concept_id and (text, concept_id) not in self._keys
-        ))
-        if not new:
-            return 0
-        distinct = sorted({text for text, _ in new})
-        rows = dict(zip(distinct, float32_rows(encode(distinct))))
-        self.vectors.add(numpy.stack([rows[text] for text, _ in new]))
-        self.texts.extend(text for text, _ in new)
-        self.ids.extend(concept_id for _, concept_id in new)
-        self._keys.update(new)  # only now: an encoder that fails leaves the memory as it was, and a retry adds them
-        return len(new)
+        """Add (mention string, concept id) entries; strings are encoded once. Returns how many were new.
+
+        One add at a time (threads sharing a pipeline that added the same entries at once each stored them: an audit's
+        6 threads made 6 copies, and a query's memory neighbours were one entry 4 times)."""
+        entries = list(entries)
+        with _ADDING:
+            new = list(dict.fromkeys(
+                (text, concept_id) for text, concept_id in entries if text and concept_id and (text, concept_id) not in self._keys
+            ))
+            if not new:
+                return 0
+            distinct = sorted({text for text, _ in new})
+            rows = dict(zip(distinct, float32_rows(encode(distinct))))
+            vectors = numpy.stack([rows[text] for text, _ in new])
+            held = len(self.texts)
+            self.texts.extend(text for text, _ in new)  # before the vectors: a search beside this finds no row without its text
+            self.ids.extend(concept_id for _, concept_id in new)
+            try:
+                self.vectors.add(vectors)
+            except BaseException:
+                del self.texts[held:], self.ids[held:]
+                raise
+            self._keys.update(new)  # only now: an encoder that fails leaves the memory as it was, and a retry adds them
+            return len(new)
 
     def remapped(self, primary_id: Callable[[str], Optional[str]]) -> Tuple["MentionMemory", int]:
         """A memory of the entries whose concept id `primary_id` knows, under the id it returns (a rebuilt concept

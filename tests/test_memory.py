@@ -134,6 +134,30 @@ def test_an_add_whose_encoder_fails_leaves_the_memory_as_it_was_and_a_retry_adds
     assert (memory.texts, memory.ids) == (["apple", "banana"], ["X1", "X2"])
 
 
+def test_threads_adding_the_same_entries_at_once_store_them_once():
+    """Threads sharing a pipeline each passed the "not held yet" check before any stored its entries: 6 threads made
+    6 copies, and a query's memory neighbours were one entry several times (an audit)."""
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    memory = MentionMemory(26)
+    entries = [(f"mention {i}", f"X{i}") for i in range(10)]
+    barrier = threading.Barrier(6)
+
+    def slow_encode(texts):
+        time.sleep(0.05)  # the window another thread's check fell into
+        return fake_encode(texts)
+
+    def add(_):
+        barrier.wait()
+        return memory.add(entries, slow_encode)
+
+    with ThreadPoolExecutor(6) as pool:
+        added = sorted(pool.map(add, range(6)))
+    assert added == [0, 0, 0, 0, 0, 10] and len(memory) == memory.vectors.ntotal == 10
+
+
 def test_memory_files_that_are_missing_or_from_different_builds_are_named(tmp_path):
     memory = MentionMemory(26)
     memory.add([("apple", "X1"), ("banana", "X2")], fake_encode)
