@@ -30,11 +30,6 @@ BASE, LENGTH_MIX = 0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F  # odd multipliers of 
 MASK = (1 << 64) - 1
 
 
-def window_keys(lower_ids: Sequence[int], length: int) -> numpy.ndarray:
-    """The key of every run of `length` tokens in a sequence of LOWER ids (uint64), in start order."""
-    return windows_of(numpy.array(prefix_hashes(lower_ids), dtype=numpy.uint64), length)
-
-
 def name_key(lower_ids: Sequence[int]) -> int:
     """The key of a whole name: its window of its own length (`windows_of`)."""
     return (prefix_hashes(lower_ids)[-1] + len(lower_ids) * LENGTH_MIX) & MASK

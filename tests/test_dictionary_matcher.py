@@ -6,7 +6,7 @@ import pytest
 import spacy
 
 from conftest import shared_file
-from spacy_sapbert.dictionary_matcher import name_key, window_keys
+from spacy_sapbert.dictionary_matcher import name_key, prefix_hashes, windows_of
 from spacy_sapbert.errors import IndexFormatError
 from spacy_sapbert.kb import Concept
 from spacy_sapbert.pipeline import add_dictionary_matcher, dictionary_patterns
@@ -56,6 +56,11 @@ def test_longest_match_first_existing_entities_kept_and_the_pipeline_round_trips
     (tmp_path / "pipe" / "dictionary_matcher" / "keys.npy").write_bytes(b"not an array")
     with pytest.raises(IndexFormatError, match=r"dictionary_matcher: the dictionary matcher's files cannot be read"):
         spacy.load(tmp_path / "pipe")
+
+
+def window_keys(lower_ids, length):
+    """The key of every run of `length` tokens, as the matcher computes them for a doc."""
+    return windows_of(numpy.array(prefix_hashes(lower_ids), dtype=numpy.uint64), length)
 
 
 def test_window_keys_are_the_keys_of_each_run_alone():
