@@ -121,9 +121,13 @@ def resolve_device(device: str) -> torch.device:
 
 
 def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, pooling: str) -> torch.Tensor:
-    """[CLS] vector (SapBERT) or the mask-weighted mean of the token vectors (sentence-transformers)."""
+    """[CLS] vector (SapBERT) or the mask-weighted mean of the token vectors (sentence-transformers).
+
+    [CLS] is each row's first unmasked position: position 0 under right padding, after the pads under a
+    tokenizer that pads on the left."""
     if pooling == "cls":
-        return hidden[:, 0]
+        first = attention_mask.to(torch.int64).argmax(dim=1).to(hidden.device)
+        return hidden[torch.arange(hidden.shape[0], device=hidden.device), first]
     if pooling == "mean":
         mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
         return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)

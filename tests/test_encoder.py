@@ -13,6 +13,13 @@ def test_cls_and_mean_pooling_on_known_values():
     assert pool(hidden, mask, "mean").tolist() == [[2.0, 3.0]]  # the padded position is ignored
 
 
+def test_cls_pooling_takes_the_first_unmasked_position_under_left_padding():
+    """A tokenizer that pads on the left puts [CLS] after the pads: position 0 of a shorter row is a pad."""
+    hidden = torch.tensor([[[9.0, 9.0], [1.0, 2.0], [3.0, 4.0]], [[5.0, 6.0], [7.0, 8.0], [0.0, 1.0]]])
+    mask = torch.tensor([[0, 1, 1], [1, 1, 1]])
+    assert pool(hidden, mask, "cls").tolist() == [[1.0, 2.0], [5.0, 6.0]]
+
+
 def test_unknown_pooling_lists_the_options(tiny_bert):
     with pytest.raises(EncoderLoadError, match="cls.*mean"):
         Encoder(tiny_bert, pooling="max")
