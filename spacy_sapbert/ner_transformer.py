@@ -4,9 +4,11 @@ The NER's transition-based parser reads one vector per spaCy token. This layer c
 windows of `window` tokens, runs the encoder on their word pieces (the fast tokenizer's
 ``is_split_into_words``, so pieces map back to spaCy tokens), and gives each token the mean of its
 pieces' last hidden states; a token without pieces (whitespace) gets zeros. The encoder is fine-tuned
-with the NER. Its weights are saved inside the NER's model file; the tokenizer and architecture are
-read from `model` (a folder or hub name; the all-MiniLM-L6-v2 names resolve to the offline copy)
-when the pipeline is built or loaded.
+with the NER. `model` (a folder or hub name; the all-MiniLM-L6-v2 names resolve to the offline copy)
+is read when the NER is initialized for training, not when it is built: the NER's model file keeps
+the encoder's weights, its Hugging Face config, its tokenizer files and its adapter settings, so a
+saved or packaged pipeline loads without `model` on the machine. (A NER saved before these were kept
+reads its tokenizer and architecture from `model` at load, as it did then.)
 
 `precision = "bfloat16"` runs the encoder's forward and backward passes under bfloat16 autocast (the
 weights, the optimizer and the pooled vectors stay float32). It is faster on CPUs with AMX or
@@ -18,13 +20,17 @@ hence this small layer.
 """
 from __future__ import annotations
 
-from typing import Callable, List, NamedTuple, Tuple
+import io
+import tempfile
+from pathlib import Path
+from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
 import numpy
+import srsly
 import torch
 from spacy.tokens import Doc
 from spacy.util import registry
-from thinc.api import ArgsKwargs, Model, PyTorchWrapper_v2, torch2xp, xp2torch
+from thinc.api import ArgsKwargs, Model, PyTorchWrapper_v3, torch2xp, xp2torch
 from thinc.types import Floats2d, Floats3d
 
 
@@ -41,11 +47,17 @@ PRECISIONS = {"float32": None, "bfloat16": torch.bfloat16}
 
 
 class WordPooler(torch.nn.Module):
-    """An encoder whose output is the mean of each word's pieces: (windows, n_words, hidden), in float32."""
+    """An encoder whose output is the mean of each word's pieces: (windows, n_words, hidden), in float32.
 
-    def __init__(self, transformer: torch.nn.Module, autocast_dtype: torch.dtype | None = None):
+    `source` names the Hugging Face model to start from; `transformer` and `tokenizer` stay None until
+    `ensure_transformer` reads it (initialization) or the NER's model file rebuilds them (`deserialize`)."""
+
+    def __init__(self, source: str, autocast_dtype: torch.dtype | None = None):
         super().__init__()
-        self.transformer = transformer
+        self.source = source
+        self.transformer: Optional[torch.nn.Module] = None
+        self.tokenizer = None
+        self.tokenizer_files: Dict[str, bytes] = {}
         self.autocast_dtype = autocast_dtype
 
     def forward(self, input_ids, attention_mask, word_index, n_words: int):
@@ -87,8 +99,96 @@ def _convert_outputs(model: Model, inputs_outputs, is_train: bool):
     return torch2xp(output, ops=model.ops), backprop
 
 
+def tokenizer_files(tokenizer) -> Dict[str, bytes]:
+    """The files `save_pretrained` writes for `tokenizer`, by name."""
+    with tempfile.TemporaryDirectory() as folder:
+        tokenizer.save_pretrained(folder)
+        return {path.name: path.read_bytes() for path in sorted(Path(folder).iterdir()) if path.is_file()}
+
+
+def set_transformer(pooler: WordPooler, tokenizer, transformer: torch.nn.Module, files: Optional[Dict[str, bytes]] = None) -> None:
+    """Give `pooler` its tokenizer and encoder, refusing a tokenizer without word ids. The tokenizer's files are
+    taken now, before any call: transformers writes a call's arguments (max_length, padding) into a later save."""
+    from .errors import SapbertError
+
+    if not getattr(tokenizer, "is_fast", False):
+        raise SapbertError(f"TransformerTok2Vec needs a fast tokenizer (word ids of the pieces); {pooler.source} has none")
+    pooler.tokenizer, pooler.transformer = tokenizer, transformer
+    pooler.tokenizer_files = files if files is not None else tokenizer_files(tokenizer)
+
+
+def ensure_transformer(pooler: WordPooler, device: torch.device) -> None:
+    """Read the starting model `pooler.source` unless the pooler already has one."""
+    if pooler.transformer is None:
+        from .encoder import load_pretrained
+
+        tokenizer, transformer = load_pretrained(pooler.source)
+        set_transformer(pooler, tokenizer, transformer.to(device))
+
+
+def serialize(pooler: WordPooler) -> bytes:
+    """The pooler's weights with what rebuilds its encoder without `source`: the Hugging Face config, the
+    tokenizer's files and the adapter settings (thinc keeps these bytes inside the NER's model file)."""
+    from .adapters import adapter_settings
+
+    weights = io.BytesIO()
+    torch.save(pooler.state_dict(), weights)
+    return srsly.msgpack_dumps({
+        "weights": weights.getvalue(),
+        "config": pooler.transformer.config.to_json_string(),
+        "tokenizer_files": pooler.tokenizer_files,
+        "adapters": adapter_settings(pooler.transformer),
+    })
+
+
+def rebuild_transformer(saved: Dict) -> Tuple[object, torch.nn.Module]:
+    """(tokenizer, encoder with untrained weights of the saved architecture) from `serialize`'s record."""
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    from .adapters import add_adapters
+
+    with tempfile.TemporaryDirectory() as folder:
+        for name, content in saved["tokenizer_files"].items():
+            (Path(folder) / Path(name).name).write_bytes(content)
+        (Path(folder) / "config.json").write_text(saved["config"], encoding="utf8")
+        tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+        transformer = AutoModel.from_config(AutoConfig.from_pretrained(folder, local_files_only=True)).eval()
+    if saved["adapters"]:
+        add_adapters(transformer, saved["adapters"]["reduction_factor"], saved["adapters"]["base_fingerprint"])
+    return tokenizer, transformer
+
+
+def deserialize(pooler: WordPooler, data: bytes, device: torch.device) -> WordPooler:
+    """Load `serialize`'s bytes into `pooler`, rebuilding its encoder from them. Bare torch.save bytes (a zip
+    archive) are a NER saved before the config and tokenizer were kept: its encoder is read from `source`."""
+    if data[:2] == b"PK":
+        ensure_transformer(pooler, device)
+        weights = data
+    else:
+        saved = srsly.msgpack_loads(data)
+        set_transformer(pooler, *rebuild_transformer(saved), saved["tokenizer_files"])
+        weights = saved["weights"]
+    state = torch.load(io.BytesIO(weights), map_location=device)
+    floating = [tensor.dtype for tensor in state.values() if tensor.is_floating_point()]
+    if floating:
+        pooler.transformer.to(floating[0])  # the dtype it was trained in
+    pooler.load_state_dict(state)
+    return pooler.to(device)
+
+
+def _pooler(model: Model) -> WordPooler:
+    return model.layers[0].shims[0]._model
+
+
+def _init(model: Model, X: Optional[List[Doc]] = None, Y=None) -> None:
+    """Read the starting encoder (training starts here; a loaded NER has its own from its model file)."""
+    shim = model.layers[0].shims[0]
+    ensure_transformer(shim._model, shim.device)
+    model.set_dim("nO", shim._model.transformer.config.hidden_size)
+
+
 def _forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[Floats2d], Callable]:
-    tokenizer = model.attrs["tokenizer"]
+    tokenizer = _pooler(model).tokenizer
     window, max_length = model.attrs["window"], model.attrs["max_length"]
     windows = doc_windows(docs, window)
     encoded = tokenizer(
@@ -129,7 +229,6 @@ def transformer_tok2vec(
     and their tokens get zeros: keep it well above `window`); `precision`: "float32" or "bfloat16"
     (autocast of the encoder's passes; see the module docstring).
     """
-    from .encoder import load_pretrained
     from .errors import SapbertError
 
     if precision not in PRECISIONS:
@@ -138,15 +237,18 @@ def transformer_tok2vec(
         from .backends import warn_if_emulated_on_cpu
 
         warn_if_emulated_on_cpu(PRECISIONS[precision], f"TransformerTok2Vec precision {precision!r}", "float32 on CPU")
-    tokenizer, transformer = load_pretrained(model)
-    if not getattr(tokenizer, "is_fast", False):
-        raise SapbertError(f"TransformerTok2Vec needs a fast tokenizer (word ids of the pieces); {model} has none")
-    pooler = WordPooler(transformer, PRECISIONS[precision])
-    encoder = PyTorchWrapper_v2(pooler, convert_inputs=_convert_inputs, convert_outputs=_convert_outputs)
+    encoder = PyTorchWrapper_v3(
+        WordPooler(model, PRECISIONS[precision]),
+        convert_inputs=_convert_inputs,
+        convert_outputs=_convert_outputs,
+        serialize_model=serialize,
+        deserialize_model=deserialize,
+    )
     return Model(
         "sapbert_transformer_tok2vec",
         _forward,
+        init=_init,
         layers=[encoder],
-        attrs={"tokenizer": tokenizer, "window": window, "max_length": max_length},
-        dims={"nO": transformer.config.hidden_size},
+        attrs={"window": window, "max_length": max_length},
+        dims={"nO": None},
     )

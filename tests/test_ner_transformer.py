@@ -75,6 +75,90 @@ def test_a_ner_on_the_encoder_learns_and_survives_to_disk(tiny_bert, tmp_path):
     assert [[(e.start_char, e.end_char) for e in doc.ents] for doc in again.pipe(t for t, _ in TRAIN)] == found
 
 
+def _trained_transformer_ner(encoder_folder: str):
+    fix_random_seed(0)
+    nlp = spacy.blank("en")
+    nlp.add_pipe("ner", config={"model": {
+        "@architectures": "spacy.TransitionBasedParser.v2", "state_type": "ner", "extra_state_tokens": False,
+        "hidden_width": 32, "maxout_pieces": 2, "use_upper": True, "nO": None,
+        "tok2vec": {"@architectures": "spacy-sapbert.TransformerTok2Vec.v1", "model": encoder_folder, "window": 8},
+    }})
+    examples = [Example.from_dict(nlp.make_doc(t), {"entities": [(s, e, "Disease") for s, e in spans]}) for t, spans in TRAIN]
+    optimizer = nlp.initialize(lambda: examples)
+    for _ in range(10):
+        nlp.update(examples, sgd=optimizer, drop=0.0)
+    return nlp
+
+
+def _entities_and_vectors(nlp):
+    docs = list(nlp.pipe(t for t, _ in TRAIN))
+    tok2vec = next(node for node in nlp.get_pipe("ner").model.walk() if node.name == "sapbert_transformer_tok2vec")
+    vectors, _ = tok2vec([nlp.make_doc(TRAIN[0][0])], is_train=False)
+    return [[(e.start_char, e.end_char) for e in doc.ents] for doc in docs], vectors[0]
+
+
+def test_a_saved_transformer_ner_loads_without_its_base_model_folder(tiny_bert, tmp_path):
+    """The NER's model file keeps the encoder's config and tokenizer: a packaged pipeline moved to a machine without
+    the folder `model` named (the workflow's base model, a hub name) loads and tags as it did (it raised before)."""
+    import shutil
+
+    base = tmp_path / "base"
+    shutil.copytree(tiny_bert, base)
+    nlp = _trained_transformer_ner(str(base))
+    entities, vectors = _entities_and_vectors(nlp)
+    nlp.to_disk(tmp_path / "ner")
+    shutil.rmtree(base)
+    again = spacy.load(tmp_path / "ner")
+    entities_again, vectors_again = _entities_and_vectors(again)
+    assert entities_again == entities
+    numpy.testing.assert_allclose(vectors_again, vectors, rtol=0, atol=1e-6)
+    assert again.get_pipe("ner").model.to_bytes() == nlp.get_pipe("ner").model.to_bytes()
+
+
+def test_a_ner_saved_in_the_earlier_format_reads_its_encoder_from_the_model_folder(tiny_bert, tmp_path):
+    """Bare torch.save weights (a NER saved before the config and tokenizer were kept) still load, reading the
+    tokenizer and architecture from `model` as before; without that folder the error names it."""
+    import shutil
+
+    from thinc.shims.pytorch import default_serialize_torch_model
+
+    from spacy_sapbert.errors import EncoderLoadError
+
+    base = tmp_path / "base"
+    shutil.copytree(tiny_bert, base)
+    nlp = _trained_transformer_ner(str(base))
+    entities, vectors = _entities_and_vectors(nlp)
+    shim = next(node for node in nlp.get_pipe("ner").model.walk() if node.shims).shims[0]
+    shim._serialize_model = default_serialize_torch_model
+    nlp.to_disk(tmp_path / "ner")
+    entities_again, vectors_again = _entities_and_vectors(spacy.load(tmp_path / "ner"))
+    assert entities_again == entities
+    numpy.testing.assert_allclose(vectors_again, vectors, rtol=0, atol=1e-6)
+    shutil.rmtree(base)
+    with pytest.raises(EncoderLoadError, match="base"):
+        spacy.load(tmp_path / "ner")
+
+
+def test_an_encoder_with_adapters_round_trips_through_the_ner_model_file(tiny_bert):
+    from spacy_sapbert.adapters import adapter_settings, add_adapters
+    from spacy_sapbert.encoder import encoder_fingerprint
+    from spacy_sapbert.ner_transformer import WordPooler, deserialize, serialize
+
+    model = transformer_tok2vec(tiny_bert, window=4, max_length=32)
+    model.initialize()
+    pooler = model.layers[0].shims[0]._model
+    add_adapters(pooler.transformer, 4, encoder_fingerprint(pooler.transformer, pooler.tokenizer))
+    with torch.no_grad():
+        for name, parameter in pooler.named_parameters():
+            if "sapbert_adapter" in name:
+                parameter.add_(torch.randn_like(parameter))  # trained adapters, not the identity they start as
+    rebuilt = deserialize(WordPooler("no such folder"), serialize(pooler), torch.device("cpu"))
+    assert adapter_settings(rebuilt.transformer) == adapter_settings(pooler.transformer)
+    inputs = {"input_ids": torch.tensor([[2, 5, 6, 3]]), "attention_mask": torch.ones(1, 4, dtype=torch.long),
+              "word_index": torch.tensor([[-1, 0, 1, -1]]), "n_words": 2}
+    torch.testing.assert_close(rebuilt(**inputs), pooler(**inputs))
+
+
 def test_the_project_transformer_config_builds_on_any_encoder_folder(tiny_bert):
     from conftest import ROOT
     from spacy.util import load_config, load_model_from_config
