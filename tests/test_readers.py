@@ -1045,3 +1045,36 @@ def test_an_rrf_row_without_its_last_bar_says_so():
         split_rrf(row, MRCONSO_COLUMNS)
     with pytest.raises(MalformedLine, match=rf"got {len(MRCONSO_COLUMNS) - 1} fields$"):
         split_rrf(row.rsplit("|", 1)[0] + "|", MRCONSO_COLUMNS)
+
+
+def test_a_concept_in_many_pieces_merges_as_concept_merged_does_and_leaves_the_pieces_alone():
+    """KnowledgeBase and same_ids_merged extend one owned copy in place (a new `merged` concept per piece cost n^2
+    for a CUI in n runs of an unsorted MRCONSO); the result is the left fold of Concept.merged, and no piece changes."""
+    import copy
+    import functools
+    import random
+
+    from spacy_sapbert.kb import KnowledgeBase
+    from spacy_sapbert.training.merge import same_ids_merged
+
+    rng = random.Random(7)
+    words = ["fever", "Fever", "pyrexia", "", "ague", "heat", "chill"]
+
+    def piece(concept_id):
+        pick = lambda pool, n: [rng.choice(pool) for _ in range(n)]  # noqa: E731
+        return Concept(
+            concept_id, rng.choice(words), pick(words, 3), pick(["T1", "T2", ""], 2), pick(["UMLS:C1", "MESH:D1"], 1),
+            pick([concept_id, "A1", "A2"], 2), rng.choice(["", "", "a definition", "another"]), pick(["MSH", "HPO"], 1),
+        )
+
+    for _ in range(200):
+        pieces = [piece(rng.choice(["C1", "C2"])) for _ in range(rng.randint(1, 6))]
+        before = copy.deepcopy(pieces)
+        expected = {}
+        for concept in before:
+            expected[concept.id] = expected[concept.id].merged(concept) if concept.id in expected else concept
+        assert [c.to_dict() for c in KnowledgeBase(pieces)] == [c.to_dict() for c in expected.values()]
+        assert [c.to_dict() for c in pieces] == [c.to_dict() for c in before]
+        spelled = [Concept(("MESH:" if i % 2 else "") + "D1", c.name, c.synonyms, c.types) for i, c in enumerate(before)]
+        fold = functools.reduce(lambda a, b: a.merged(b), copy.deepcopy(spelled))
+        assert [c.to_dict() for c in same_ids_merged(spelled)] == [fold.to_dict()]

@@ -23,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Sequence, Set, Tuple
 
-from ..kb import Concept, unique
+from ..kb import Concept, MergedConcepts, unique
 from ..readers.obo import normalize_xref
 from ..readers.relations import entity_id
 
@@ -117,16 +117,10 @@ def _keys(concept: Concept, prefixes: Sequence[str]) -> List[str]:
 def same_ids_merged(concepts: Sequence[Concept]) -> List[Concept]:
     """`concepts` with those whose ids are one id spelled two ways ("MESH:D000006" in MEDIC, "D000006" in MeSH)
     merged into the first: one concept, not two of one namespace."""
-    merged: List[Concept] = []
-    row_of: Dict[str, int] = {}
+    merged = MergedConcepts()
     for concept in concepts:
-        key = entity_id(concept.id)
-        if key in row_of:
-            merged[row_of[key]] = merged[row_of[key]].merged(concept)
-        else:
-            row_of[key] = len(merged)
-            merged.append(concept)
-    return merged
+        merged.add(entity_id(concept.id), concept)
+    return list(merged.by_key.values())
 
 
 def merge_by_xrefs(concepts: Iterable[Concept], prefixes: Sequence[str] = MERGE_PREFIXES) -> Tuple[List[Concept], MergeReport]:
