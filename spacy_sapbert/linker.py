@@ -756,12 +756,25 @@ class SapbertLinker(Pipe):
 
     # serialization --------------------------------------------------------------------------------
 
-    def _cfg(self) -> dict:
-        return {"model": self.model, **self.encoder_options}
+    def _cfg(self, saved_parts: Iterable[str]) -> dict:
+        """The component's own record: its encoder options and the parts saved beside it (`check_saved_parts`)."""
+        return {"model": self.model, **self.encoder_options, "saved_parts": sorted(saved_parts)}
+
+    def check_saved_parts(self, cfg: Optional[dict], present: Iterable[str], where: str, exclude: Iterable[str]) -> None:
+        """IndexFormatError when a mention memory or re-ranker saved with the pipeline is gone (a copy that left a
+        folder behind would link without it). A cfg of a pipeline saved before the parts were recorded checks nothing."""
+        if not cfg or "saved_parts" not in cfg:
+            return
+        for part, what in ((MEMORY_DIR, "mention memory"), (RERANKER_DIR, "re-ranker")):
+            if part in cfg["saved_parts"] and part not in present and part not in exclude:
+                raise IndexFormatError(
+                    f"{self.name}: the pipeline was saved with a {what}, but {where}/{part} is missing; "
+                    "copy the pipeline whole (or load it with exclude=[\"" + f"{self.name}\"] and build the component again)"
+                )
 
     def to_disk(self, path, *, exclude: Iterable[str] = tuple()) -> None:
         path = Path(path)
-        serializers = {CFG_FILE: lambda p: srsly.write_json(p, self._cfg())}
+        serializers = {CFG_FILE: lambda p: srsly.write_json(p, self._cfg(set(serializers) - {CFG_FILE} - set(exclude)))}
         if self.encoder is not None:
             serializers[ENCODER_DIR] = lambda p: self.encoder.save(p)
         if self.index is not None:
@@ -792,6 +805,10 @@ class SapbertLinker(Pipe):
             self.encoder = Encoder(path / ENCODER_DIR, local_files_only=True, **self.encoder_options)
         if INDEX_DIR not in exclude:
             self.index = ConceptIndex.from_disk(path / INDEX_DIR)
+        self.check_saved_parts(
+            read_cfg(path / CFG_FILE),
+            [part for part in (MEMORY_DIR, RERANKER_DIR) if (path / part).is_dir()], str(path), exclude,
+        )
         if MEMORY_DIR not in exclude:
             self.memory = MentionMemory.from_disk(path / MEMORY_DIR) if (path / MEMORY_DIR).exists() else None
         self._check_dimensions(str(path))
@@ -819,7 +836,7 @@ class SapbertLinker(Pipe):
             check_trained_on(self.reranker, self.encoder, self.normalizer.settings(), where)
 
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
-        msg: Dict[str, bytes] = {CFG_FILE: srsly.json_dumps(self._cfg()).encode("utf8")}
+        msg: Dict[str, bytes] = {}
         if self.encoder is not None and ENCODER_DIR not in exclude:
             msg[ENCODER_DIR] = folder_bytes(self.encoder.save)
         if self.reranker is not None and RERANKER_DIR not in exclude:
@@ -828,10 +845,12 @@ class SapbertLinker(Pipe):
             msg[INDEX_DIR] = self.index.to_bytes()
         if self.memory is not None and len(self.memory) and MEMORY_DIR not in exclude:
             msg[MEMORY_DIR] = self.memory.to_bytes()
+        msg[CFG_FILE] = srsly.json_dumps(self._cfg(msg)).encode("utf8")
         return srsly.msgpack_dumps(msg)
 
     def from_bytes(self, data: bytes, *, exclude: Iterable[str] = tuple()) -> "SapbertLinker":
         msg = srsly.msgpack_loads(data)
+        self.check_saved_parts(srsly.json_loads(msg[CFG_FILE]) if CFG_FILE in msg else None, msg, "bytes", exclude)
         if ENCODER_DIR in msg and ENCODER_DIR not in exclude:
             with bytes_folder(msg[ENCODER_DIR]) as folder:
                 self.encoder = Encoder(folder, local_files_only=True, **self.encoder_options)
@@ -1086,3 +1105,16 @@ def check_config(
             "(cosine similarity, or a probability with the mention memory): nothing would ever be linked"
         )
     resolve_device(device)
+
+
+def read_cfg(path: Path) -> Optional[dict]:
+    """The component's own record `SapbertLinker._cfg` wrote at `path`, or None where there is none."""
+    if not path.exists():
+        return None
+    try:
+        cfg = json.loads(path.read_text(encoding="utf8"))
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise IndexFormatError(f"{path}: not the linker's saved record ({err})") from err
+    if not isinstance(cfg, dict):
+        raise IndexFormatError(f"{path}: not the linker's saved record (a JSON object)")
+    return cfg

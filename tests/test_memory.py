@@ -238,6 +238,16 @@ def test_memory_mixture_is_saved_and_loaded_with_the_pipeline(tiny_bert, toy_con
     ents = linked(published, "a liver tumour", "liver tumour")._.kb_ents
     assert {cid for cid, _ in ents} == candidates and outside not in dict(ents)
 
+    # a copy that left the memory behind is refused: it linked without it, to the index's candidates only
+    import shutil
+
+    from spacy_sapbert.errors import IndexFormatError
+
+    shutil.copytree(tmp_path / "nlp", tmp_path / "partial")
+    shutil.rmtree(tmp_path / "partial" / "sapbert_linker" / "memory")
+    with pytest.raises(IndexFormatError, match=r"saved with a mention memory, but .*partial.sapbert_linker.memory is missing"):
+        spacy.load(tmp_path / "partial")
+
 
 def test_add_to_memory_from_annotated_docs(linker_nlp):
     linker = linker_nlp.get_pipe("sapbert_linker")

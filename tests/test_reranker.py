@@ -8,7 +8,7 @@ import pytest
 import spacy
 import torch
 
-from spacy_sapbert.errors import SapbertError
+from spacy_sapbert.errors import IndexFormatError, SapbertError
 from spacy_sapbert.kb import Concept
 from spacy_sapbert.context import MentionInContext
 from spacy_sapbert.reranker import Reranker, candidate_text, context_around, mention_side, rerank_hits, write_meta
@@ -206,6 +206,20 @@ def test_train_reranker_learns_the_training_mentions_then_joins_the_pipeline(lin
     from_bytes = spacy.blank("en").add_pipe("sapbert_linker", config={"model": tiny_bert, "device": "cpu", "k": 4})
     from_bytes.from_bytes(reranking.to_bytes())
     assert from_bytes.search_texts(QUERIES) == reranking.search_texts(QUERIES)
+
+    # a copy that left the re-ranker behind is refused (it linked without it)
+    import shutil
+
+    import srsly
+
+    shutil.copytree(tmp_path / "with", tmp_path / "partial")
+    shutil.rmtree(tmp_path / "partial" / "sapbert_linker" / "reranker")
+    with pytest.raises(IndexFormatError, match=r"saved with a re-ranker, but .*partial.sapbert_linker.reranker is missing"):
+        spacy.load(tmp_path / "partial")
+    msg = srsly.msgpack_loads(reranking.to_bytes())
+    del msg["reranker"]
+    with pytest.raises(IndexFormatError, match=r"saved with a re-ranker, but bytes/reranker is missing"):
+        from_bytes.from_bytes(srsly.msgpack_dumps(msg))
 
 
 def test_a_reranker_of_another_encoder_is_refused_and_rerank_k_above_k_is_a_config_error(linker_pipeline, tmp_path, tiny_bert):
