@@ -904,7 +904,22 @@ class SapbertLinker(Pipe):
             if part is not None:
                 where = f" in {Path(source) / folder}" if source != "bytes" else f" in {folder} (from bytes)"
                 self._check_vector_settings(part, kind, where, encoder_source)
+        self._check_memory_ids(source)
         self.check_types()
+
+    def _check_memory_ids(self, source: str) -> None:
+        """IndexFormatError when the memory holds concept ids the index lacks (a memory of another vocabulary's
+        pipeline): its neighbours would become links to concepts the linker cannot name."""
+        if self.memory is None or self.index is None:
+            return
+        unknown = sorted(cid for cid in set(self.memory.ids) if self.index.concepts.row(cid) is None)
+        if unknown:
+            where = Path(source) / MEMORY_DIR if source != "bytes" else f"{MEMORY_DIR} (from bytes)"
+            raise IndexFormatError(
+                f"{self.name}: the mention memory in {where} holds {len(unknown)} concept id(s) the index lacks "
+                f"({', '.join(unknown[:5])}{', ...' if len(unknown) > 5 else ''}): it was built for another vocabulary; "
+                "build it again on this pipeline (add-memory)"
+            )
 
     def check_types(self, known: Optional[Mapping[str, Collection[str]]] = None) -> None:
         """SapbertError when `types`, `types_by_label` or `sources` names a type or source no concept of the

@@ -377,3 +377,24 @@ def test_a_memory_neighbour_below_the_threshold_links_nothing(tiny_bert, mixture
     assert linker.search_texts(["banana bread"]) == [[]]
     linker.threshold = min(score for _, score in concepts + neighbours) - 1e-4  # below all: the memory's ids count again
     assert linker.search_texts(["banana bread"])[0]
+
+
+def test_a_memory_of_another_vocabulary_is_refused_at_load_naming_the_ids(tiny_bert, toy_concepts, tmp_path):
+    """A memory copied from a pipeline whose vocabulary had D005 into one without it loaded, and its neighbours became
+    links to an id the index cannot name (an audit: 12 of 12 links changed)."""
+    import shutil
+
+    from spacy_sapbert.errors import IndexFormatError
+
+    config = {"model": tiny_bert, "device": "cpu", "memory_mixture": "union"}
+    for name, concepts in (("with", toy_concepts), ("without", [c for c in toy_concepts if c.id != "D005"])):
+        nlp = spacy.blank("en")
+        linker = nlp.add_pipe("sapbert_linker", config=config)
+        linker.initialize(vocabulary=concepts)
+        linker.add_mentions([("heart", "D001")] + ([("low vitamins", "D005")] if name == "with" else []))
+        nlp.to_disk(tmp_path / name)
+    spacy.load(tmp_path / "without")  # its own memory: fine
+    shutil.rmtree(tmp_path / "without" / "sapbert_linker" / "memory")
+    shutil.copytree(tmp_path / "with" / "sapbert_linker" / "memory", tmp_path / "without" / "sapbert_linker" / "memory")
+    with pytest.raises(IndexFormatError, match=r"memory in .*without.sapbert_linker.memory holds 1 concept id\(s\) the index lacks \(D005\)"):
+        spacy.load(tmp_path / "without")
