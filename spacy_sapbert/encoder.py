@@ -406,6 +406,12 @@ CONFIG_KEYS = ("model_type", "hidden_act", "layer_norm_eps", "position_embedding
 # count positions after, and a causal mask. They make the fingerprint's suffix ("-" and 8 hex digits), so that the
 # 16 digits recorded before it existed still match (`same_encoder`).
 SUFFIX_CONFIG_KEYS = ("num_attention_heads", "pad_token_id", "is_decoder")
+# The same under the names other architectures give them (DistilBERT's `activation`, ...): a third part ("-" and 8
+# hex digits over those a config has), only where a config has any, so BERT-like fingerprints stay as they were.
+OTHER_NAMED_CONFIG_KEYS = (
+    "activation", "activation_function", "hidden_activation", "layer_norm_epsilon", "sinusoidal_pos_embds",
+    "normalize_before", "scale_embedding",
+)
 
 
 def weights_state(model, tokenizer) -> tuple:
@@ -427,7 +433,8 @@ def encoder_fingerprint(model, tokenizer) -> str:
     """16 hex digits of SHA-256 over the model's state dict (sorted names, dtypes, shapes, bytes), the
     config entries that change its outputs (CONFIG_KEYS), and the tokenizer: its vocabulary, the word-piece ids of
     TOKENIZER_PROBE (lowercasing, accent stripping, splitting) and its padding and truncation sides; then "-" and
-    8 hex digits over SUFFIX_CONFIG_KEYS.
+    8 hex digits over SUFFIX_CONFIG_KEYS; then, for a config with any OTHER_NAMED_CONFIG_KEYS, "-" and 8 hex digits
+    over those.
 
     The same for the same model loaded twice or saved with save_pretrained and reloaded, on any
     device; the file names, paths and library versions do not enter it.
@@ -449,21 +456,27 @@ def encoder_fingerprint(model, tokenizer) -> str:
     digest.update("\n".join(f"{token!r}\t{row}" for token, row in vocab).encode("utf8"))
     add("probe", list(tokenizer(TOKENIZER_PROBE, add_special_tokens=True)["input_ids"]))
     add("sides", [getattr(tokenizer, "padding_side", None), getattr(tokenizer, "truncation_side", None)])
-    return f"{digest.hexdigest()[:16]}-{config_suffix(config)}"
+    fingerprint = f"{digest.hexdigest()[:16]}-{config_suffix(config)}"
+    other_named = {key: getattr(config, key) for key in OTHER_NAMED_CONFIG_KEYS if getattr(config, key, None) is not None}
+    return f"{fingerprint}-{short_hash(other_named)}" if other_named else fingerprint
+
+
+def short_hash(entries: dict) -> str:
+    """8 hex digits of SHA-256 over config entries."""
+    return hashlib.sha256(json.dumps(entries, sort_keys=True, default=str).encode("utf8")).hexdigest()[:8]
 
 
 def config_suffix(config) -> str:
     """8 hex digits of SHA-256 over the SUFFIX_CONFIG_KEYS entries of a model config."""
-    entries = {key: getattr(config, key, None) for key in SUFFIX_CONFIG_KEYS}
-    return hashlib.sha256(json.dumps(entries, sort_keys=True, default=str).encode("utf8")).hexdigest()[:8]
+    return short_hash({key: getattr(config, key, None) for key in SUFFIX_CONFIG_KEYS})
 
 
 def same_encoder(recorded: Optional[str], current: str) -> bool:
-    """True when a recorded fingerprint names the encoder of fingerprint `current`. One recorded before the suffix
-    existed (16 hex digits alone) is matched on what it covers: weights, CONFIG_KEYS and tokenizer."""
+    """True when a recorded fingerprint names the encoder of fingerprint `current`. One recorded before a part was
+    added (16 hex digits alone; or without the OTHER_NAMED_CONFIG_KEYS part) is matched on the parts it has."""
     if not isinstance(recorded, str):
         return False
-    return recorded == current or ("-" not in recorded and current.split("-")[0] == recorded)
+    return recorded == current or current.startswith(recorded + "-")
 
 
 def looks_like_path(name: str) -> bool:

@@ -107,6 +107,28 @@ def test_fingerprint_differs_for_a_config_entry_that_changes_the_vectors_of_the_
     assert not same_encoder(encoder.fingerprint, edited.fingerprint)
 
 
+def test_an_activation_under_another_architectures_name_enters_the_fingerprint(tiny_bert, tmp_path):
+    """DistilBERT calls its activation `activation`, not `hidden_act`: relu for gelu in its config.json moved vectors
+    and links with the fingerprint unchanged (an audit). BERT-like fingerprints keep their two parts."""
+    import torch
+    from transformers import AutoTokenizer, DistilBertConfig, DistilBertModel
+
+    torch.manual_seed(0)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
+    config = DistilBertConfig(vocab_size=len(tokenizer), dim=32, n_layers=1, n_heads=2, hidden_dim=37, max_position_embeddings=64)
+    DistilBertModel(config).save_pretrained(tmp_path / "distil")
+    tokenizer.save_pretrained(tmp_path / "distil")
+    shutil.copytree(tmp_path / "distil", tmp_path / "relu")
+    edit_model_config(tmp_path / "relu", activation="relu")
+    gelu, relu = Encoder(tmp_path / "distil", device="cpu"), Encoder(tmp_path / "relu", device="cpu")
+    text = ["heart failure of the left ventricle"]
+    assert not numpy.allclose(gelu.encode(text), relu.encode(text), rtol=0, atol=1e-4)
+    assert not same_encoder(gelu.fingerprint, relu.fingerprint) and not same_encoder(relu.fingerprint, gelu.fingerprint)
+    recorded_before = gelu.fingerprint.rsplit("-", 1)[0]  # what an index built before this part recorded
+    assert same_encoder(recorded_before, gelu.fingerprint) and same_encoder(recorded_before.split("-")[0], gelu.fingerprint)
+    assert Encoder(tiny_bert, device="cpu").fingerprint.count("-") == 1
+
+
 def test_a_fingerprint_recorded_before_the_config_suffix_matches_on_weights_and_tokenizer(tiny_bert, tiny_bert_seed1):
     current, other = Encoder(tiny_bert, device="cpu").fingerprint, Encoder(tiny_bert_seed1, device="cpu").fingerprint
     legacy = current.split("-")[0]
