@@ -12,7 +12,7 @@ weights (torch.onnx's dynamo exporter, dynamic batch and sequence axes) and save
 encoder folder, so a saved or packaged pipeline loads it without exporting again:
 
     model.onnx / model-int8.onnx    the exported (and quantized) graph, weights inside
-    onnx_export.json                the torch encoder's fingerprint each file was made from, and its SHA-256
+    onnx_export.json                the torch encoder's fingerprint each file was made from, and its digest
 
 A file made from other weights than the folder's torch weights, or one whose bytes are not those recorded, is
 refused (never silently other vectors).
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import hashlib
 import io
 import json
 import logging
@@ -38,7 +37,7 @@ import torch
 from .encoder import pool, same_encoder
 from .errors import EncoderLoadError
 from .extras import require
-from .io import atomic_write, atomic_write_text
+from .io import atomic_write, atomic_write_text, file_digest
 
 __all__ = [
     "BACKENDS", "EXPORT_META", "ONNX_FILES", "ONNX_RUNTIME_REQUIREMENT", "REDUCED_PRECISION", "OnnxModel", "export_onnx", "onnx_model_for",
@@ -50,7 +49,7 @@ REDUCED_PRECISION = {"torch-bf16": torch.bfloat16, "torch-fp16": torch.float16} 
 ONNX_FILES = {"onnx": "model.onnx", "onnx-int8": "model-int8.onnx"}
 ONNX_RUNTIME_REQUIREMENT = "onnxruntime>=1.17"  # what a pipeline on an ONNX backend needs to load (setup.py's onnx extra)
 EXPORT_META = "onnx_export.json"
-DIGESTS = "sha256"  # the key of onnx_export.json that records each ONNX file's digest
+DIGESTS = "sha256"  # the key of onnx_export.json that records each ONNX file's io.file_digest
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 OPSET = 18
 # onnxruntime's dynamic quantization, one scale per output channel of each weight matrix: on all-MiniLM-L6-v2
@@ -240,12 +239,6 @@ def saved_onnx(folder: Path, backend: str, fingerprint: str) -> Optional[Path]:
             "delete it (it is exported again) or restore the file exported with this encoder"
         )
     return path
-
-
-def file_digest(path: Path) -> str:
-    """The SHA-256 of a file's bytes (about a second a gigabyte here)."""
-    with open(path, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 class OnnxModel:

@@ -17,7 +17,7 @@ from .index_types import (
     set_search_params,
 )
 from .columns import HashLookup, StringColumn, arrays_from_msg, arrays_to_msg, load_npy, read_arrays, write_arrays
-from .io import atomic_write, atomic_write_text, save_npy
+from .io import atomic_write, atomic_write_text, changed_files, folder_signatures, save_npy
 from .kb import Concept, ConceptTable, KnowledgeBase
 from .normalizer import Normalizer
 from .preprocess import bare_id
@@ -623,11 +623,15 @@ class ConceptIndex:
         """Write the tables, vectors.faiss (and rerank.npy), then meta.json, each file atomically."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        write_arrays(folder / TABLES_DIR, self.tables())
+        tables = self.tables()
+        write_arrays(folder / TABLES_DIR, tables)
         atomic_write(folder / VECTORS_FILE, lambda tmp: faiss.write_index(self.vectors, str(tmp)))
+        written = [VECTORS_FILE, *(f"{TABLES_DIR}/{key}.npy" for key in tables)]
         if self.rerank is not None:
             save_npy(folder / RERANK_FILE, self.rerank)
-        atomic_write_text(folder / META_FILE, srsly.json_dumps(self.meta(), indent=2))
+            written.append(RERANK_FILE)
+        meta = {**self.meta(), RECORDED_FILES: folder_signatures(folder, written)}
+        atomic_write_text(folder / META_FILE, srsly.json_dumps(meta, indent=2))
 
     @classmethod
     def from_disk(cls, folder: Union[str, Path]) -> "ConceptIndex":
@@ -650,7 +654,9 @@ class ConceptIndex:
             tables = read_arrays(folder / TABLES_DIR, table_dtypes(version))
         rerank = read_rerank(folder / RERANK_FILE) if meta.get("index_type") in RERANKED else None
         vectors = read_faiss_file(vectors_file, faiss.IO_FLAG_MMAP_IFC)
-        return cls._assemble(meta, tables, vectors, source=str(folder), rerank=rerank, folder=folder)
+        index = cls._assemble(meta, tables, vectors, source=str(folder), rerank=rerank, folder=folder)
+        check_recorded_files(folder, meta, "the concept index", "build-index")  # after the checks that say more
+        return index
 
     def to_bytes(self) -> bytes:
         rerank = None if self.rerank is None else numpy.ascontiguousarray(self.rerank, dtype="<f2").tobytes()
@@ -731,6 +737,20 @@ class ConceptIndex:
             folder=folder,
             tie_order=meta.get("tie_order", LEGACY_TIE_ORDER),
             name_lookup=name_lookup,
+        )
+
+
+RECORDED_FILES = "files"  # the meta.json key of the files' signatures (io.file_signature) at save
+
+
+def check_recorded_files(folder: Path, meta: Mapping[str, Any], what: str, rebuild: str) -> None:
+    """IndexFormatError when a file that meta.json recorded at save is another now (a file copied in from another
+    build that has its dimension and size would be searched). A meta.json of an earlier save records none."""
+    changed = changed_files(folder, meta.get(RECORDED_FILES, {}))
+    if changed:
+        raise IndexFormatError(
+            f"{what} in {folder}: {', '.join(changed)} {'is' if len(changed) == 1 else 'are'} not the file(s) its "
+            f"{META_FILE} was saved with (copied from another build?); rebuild it ({rebuild}) or restore them"
         )
 
 

@@ -37,8 +37,8 @@ import numpy
 import srsly
 
 from .errors import ConfigWarning, IndexFormatError, SapbertError
-from .index import VECTOR_SETTINGS, Candidate, float32_rows, format_version_error, read_faiss_file, read_table
-from .io import atomic_write, atomic_write_bytes, atomic_write_text
+from .index import RECORDED_FILES, VECTOR_SETTINGS, Candidate, check_recorded_files, float32_rows, format_version_error, read_faiss_file, read_table
+from .io import atomic_write, atomic_write_bytes, atomic_write_text, folder_signatures
 
 # 2: meta.json records the encoder fingerprint, pooling, max_length, lowercase and normalize.
 # 3: and the normalizer's remove_punctuation and spelling-correction list.
@@ -298,7 +298,8 @@ class MentionMemory:
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write(folder / VECTORS_FILE, lambda tmp: faiss.write_index(self.vectors, str(tmp)))
         atomic_write_bytes(folder / ENTRIES_FILE, srsly.msgpack_dumps({"texts": self.texts, "ids": self.ids}))
-        atomic_write_text(folder / META_FILE, srsly.json_dumps(self._meta(), indent=2))
+        meta = {**self._meta(), RECORDED_FILES: folder_signatures(folder, [VECTORS_FILE, ENTRIES_FILE])}
+        atomic_write_text(folder / META_FILE, srsly.json_dumps(meta, indent=2))
 
     @classmethod
     def from_disk(cls, folder: Union[str, Path]) -> "MentionMemory":
@@ -306,12 +307,15 @@ class MentionMemory:
         for name in (META_FILE, ENTRIES_FILE, VECTORS_FILE):
             if not (folder / name).exists():
                 raise IndexFormatError(f"the mention memory file {folder / name} is missing; rebuild the memory (add-memory)")
-        return cls._assemble(
-            read_table(folder / META_FILE, srsly.read_json),
+        meta = read_table(folder / META_FILE, srsly.read_json)
+        memory = cls._assemble(
+            meta,
             read_table(folder / ENTRIES_FILE, srsly.read_msgpack),
             read_faiss_file(folder / VECTORS_FILE),
             source=str(folder),
         )
+        check_recorded_files(folder, meta, "the mention memory", "add-memory")  # after the checks that say more
+        return memory
 
     def to_bytes(self) -> bytes:
         vectors = faiss.serialize_index(self.vectors).tobytes()

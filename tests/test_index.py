@@ -401,6 +401,7 @@ def test_the_names_look_up_is_saved_and_not_built_again_at_load(tmp_path, monkey
     assert isinstance(ConceptIndex.from_disk(tmp_path / "index").name_lookup.hashes.base, numpy.memmap)
     monkeypatch.undo()
     meta = srsly.read_json(tmp_path / "index" / "meta.json")  # format 9 has no look-up: built on first use, as before
+    meta.pop("files")  # format 9 recorded no files' signatures either
     srsly.write_json(tmp_path / "index" / "meta.json", {**meta, "format_version": 9})
     for part in ("hashes", "positions"):
         (tmp_path / "index" / "tables" / f"name_lookup.{part}.npy").unlink()  # files this test's build wrote
@@ -536,6 +537,28 @@ def test_tables_of_another_build_are_refused(tmp_path):
         (tmp_path / "b" / "tables" / name).replace(tmp_path / "a" / "tables" / name)
     with pytest.raises(IndexFormatError, match="different builds"):
         ConceptIndex.from_disk(tmp_path / "a")
+
+
+def test_a_file_of_another_build_with_the_same_shape_is_refused(tmp_path):
+    """meta.json records each file's signature at save: vectors.faiss or a table copied in from another build of the
+    same size (an audit: 11 of 12 links changed, no error) is named at load."""
+    import shutil
+
+    ConceptIndex.build(concepts(), hash_encode).to_disk(tmp_path / "a")
+    ConceptIndex.build(concepts(), lambda names: hash_encode(names)[:, ::-1].copy()).to_disk(tmp_path / "b")
+    recorded = srsly.read_json(tmp_path / "a" / "meta.json")["files"]
+    assert "vectors.faiss" in recorded and "tables/concepts.ids.utf8.npy" in recorded
+    for name in ("vectors.faiss", "tables/concepts.ids.utf8.npy"):
+        shutil.copytree(tmp_path / "a", tmp_path / "copy", dirs_exist_ok=True)
+        ConceptIndex.from_disk(tmp_path / "copy")  # the build's own files: fine
+        replacement = tmp_path / "b" / name
+        if name.startswith("tables/"):  # same length, other ids
+            replacement = tmp_path / "ids.npy"
+            numpy.save(replacement, numpy.load(tmp_path / "a" / name)[::-1].copy())
+        shutil.copy(replacement, tmp_path / "copy" / name)
+        with pytest.raises(IndexFormatError, match=f"{name} is not the file.* its meta.json was saved with"):
+            ConceptIndex.from_disk(tmp_path / "copy")
+        shutil.rmtree(tmp_path / "copy")
 
 
 def test_an_index_of_format_4_is_refused_in_one_line(tmp_path):

@@ -179,6 +179,15 @@ def test_memory_files_that_are_missing_or_from_different_builds_are_named(tmp_pa
     with pytest.raises(IndexFormatError, match="dimension 3 but the mention memory has 26"):
         memory.search(numpy.ones((1, 3), dtype="float32"), 1)
 
+    # vectors of another memory of as many entries: the signature meta.json recorded at save names the file
+    same_size = MentionMemory(26)
+    same_size.add([("cherry", "X1"), ("damson", "X2")], fake_encode)
+    same_size.to_disk(tmp_path / "d")
+    memory.to_disk(tmp_path / "e")
+    (tmp_path / "d" / "vectors.faiss").replace(tmp_path / "e" / "vectors.faiss")
+    with pytest.raises(IndexFormatError, match="vectors.faiss is not the file.* its meta.json was saved with"):
+        MentionMemory.from_disk(tmp_path / "e")
+
 
 # the linker with a memory ---------------------------------------------------------------------------
 
