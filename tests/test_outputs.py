@@ -364,6 +364,10 @@ def test_an_overwrite_that_does_not_finish_keeps_the_earlier_run(tmp_path, tiny_
     previous = tmp_path / ".run.sapbert-previous-run"
     assert (previous / "model" / "model.safetensors").read_bytes() == weights and "kept at" in failed.output
     assert runner.invoke(app, args).exit_code == 1 and (previous / "model" / "model.safetensors").read_bytes() == weights
+    # --resume with no checkpoint of the new run started afresh and, finished, removed the earlier run (an audit)
+    resumed = _train(tmp_path, tiny_bert, run, "--resume")
+    assert resumed.exit_code == 1 and "holds no checkpoint of the run --overwrite started" in resumed.output
+    assert (previous / "model" / "model.safetensors").read_bytes() == weights
     assert _train(tmp_path, tiny_bert, run, "--overwrite").exit_code == 0  # a finished run: the earlier one goes
     assert not previous.exists() and (run / "model" / "model.safetensors").is_file()
     assert not [p for p in tmp_path.iterdir() if "sapbert-tmp" in p.name]

@@ -68,12 +68,29 @@ def _claimed_run_output(output: Path, resume: bool, overwrite: bool, config: Any
                 if previous is not None:
                     typer.echo(f"the earlier run in {output} is kept at {previous} until this one finishes", err=True)
             elif resume:
+                _refuse_resume_without_the_new_runs_checkpoint(output)
                 remove_run_leftovers(output)
             elif previous_run_folder(output).exists():
                 typer.echo(f"{previous_run_folder(output)}, an earlier run that --overwrite set aside, is kept", err=True)
         yield
         if main and (overwrite or resume):
             drop_previous_run(output)
+
+
+def _refuse_resume_without_the_new_runs_checkpoint(output: Path) -> None:
+    """--resume where an --overwrite stopped before its first checkpoint would start afresh and, when it finished,
+    remove the earlier run that --overwrite set aside (one a user may have meant to resume): refused, saying where
+    that run is."""
+    from ..outputs import previous_run_folder
+    from .checkpoints import find_checkpoint
+
+    previous = previous_run_folder(output)
+    if previous.exists() and find_checkpoint(output) is None:
+        raise SapbertError(
+            f"--resume: {output} holds no checkpoint of the run --overwrite started, and the earlier run is kept at "
+            f"{previous}; pass --overwrite to start again (the earlier run goes when that run finishes), or move {previous} "
+            f"back to {output} to resume it"
+        )
 
 
 @contextlib.contextmanager
