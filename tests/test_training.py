@@ -847,7 +847,17 @@ def test_a_resume_with_another_lr_and_weight_decay_trains_with_them(tmp_path, ti
     assert [(entry["step"], entry["lr"]) for entry in log if "lr" in entry] == [(1, 1e-3), (2, 1e-3), (3, 5e-2), (4, 5e-2)]
     saved = torch.load(tmp_path / "run" / "checkpoints" / "last" / "optimizer.pt", weights_only=True)
     assert {(group["lr"], group["weight_decay"]) for group in saved["param_groups"]} == {(5e-2, 0.5)}
-    assert json.loads((tmp_path / "run" / "train_config.json").read_text())["lr"] == 5e-2
+    recorded = json.loads((tmp_path / "run" / "train_config.json").read_text())
+    assert recorded["lr"] == 5e-2
+    # the records say that the first two steps ran otherwise (they gave the new settings alone: an audit), and keep
+    # saying it across a later resume; so does the model card
+    changed = [{"at": "2 steps", "changed": ["lr (0.001 -> 0.05)", "weight_decay (0.01 -> 0.5)"]}]
+    assert recorded["resumed_with_other_settings"] == changed
+    with pytest.warns(TrainingWarning, match=r"cpu_bf16 \(False -> True\)"):  # not compared before
+        train(config(5, lr=5e-2, weight_decay=0.5, cpu_bf16=True), resume=True)
+    changed.append({"at": "4 steps", "changed": ["cpu_bf16 (False -> True)"]})
+    assert json.loads((tmp_path / "run" / "train_config.json").read_text())["resumed_with_other_settings"] == changed
+    assert "resumed_with_other_settings" in (tmp_path / "run" / "model" / "README.md").read_text()
 
 
 def test_seen_ids_tells_a_cui_or_any_id_seen_before():

@@ -154,10 +154,13 @@ def read_state(path: Path) -> Dict[str, Any]:
     return state
 
 
+RESUMED_CHANGES = "resumed_with_other_settings"  # key of the run's config file, checkpoints and model card
+
+
 def check_resumed_settings(
     config: Any, state: Mapping[str, Any], checkpoint: Path, trajectory_keys: Sequence[str], fixed_keys: Sequence[str] = (),
     inputs: Optional[Mapping[str, Any]] = None, progress: Optional[Callable[[Mapping[str, Any]], Tuple[int, int, str]]] = None,
-) -> None:
+) -> Optional[Dict[str, Any]]:
     """Resuming `checkpoint` (whose `state` recorded its config) with `config`.
 
     SapbertError, naming what differs: another value of a `fixed_keys` setting (one that changes what the model is);
@@ -165,7 +168,8 @@ def check_resumed_settings(
     recorded; a checkpoint past the run's end, or (`progress(state)`: done, total and their unit) a run that already
     ended and would train nothing under changed `trajectory_keys` settings (the model would be the old one, recorded
     with the new settings). Changed `trajectory_keys` settings of a run with work left: a TrainingWarning (the run
-    continues, unlike an uninterrupted one)."""
+    continues, unlike an uninterrupted one), and the record of that change ({"at": "N steps", "changed": [...]}) that
+    the run keeps under RESUMED_CHANGES; None when nothing changed."""
     fixed = changed_settings(config, state, fixed_keys)
     if fixed:
         raise SapbertError(
@@ -191,13 +195,15 @@ def check_resumed_settings(
             f"{checkpoint}: the run already finished ({done} {unit}), so resuming trains nothing and the model would not "
             f"have {', '.join(changed)}; start again with --overwrite (or another output) to train with them"
         )
-    if changed:
-        warnings.warn(
-            f"{checkpoint}: resuming with other settings than the checkpoint's ({', '.join(changed)}): training continues, "
-            "but will not match an uninterrupted run",
-            TrainingWarning,
-            stacklevel=4,
-        )
+    if not changed:
+        return None
+    warnings.warn(
+        f"{checkpoint}: resuming with other settings than the checkpoint's ({', '.join(changed)}): training continues, "
+        f"but will not match an uninterrupted run (the run's records list the change under {RESUMED_CHANGES})",
+        TrainingWarning,
+        stacklevel=4,
+    )
+    return {"at": f"{done} {unit}", "changed": changed}
 
 
 def _constant_after_warmup(warmup_steps: int) -> Callable[[int], float]:
@@ -264,6 +270,12 @@ class TrainingRun:
         self.precision = MixedPrecision(device, config.amp, config.cpu_bf16)
         self.started = time.perf_counter()
         self.elapsed_before = 0.0
+        self.resumed_changes: List[Dict[str, Any]] = []  # settings changed at each resume (check_resumed_settings)
+
+    def recorded_config(self) -> Dict[str, Any]:
+        """The run's settings as its records give them: the config, and the settings changed at a resume, if any."""
+        changes = {RESUMED_CHANGES: self.resumed_changes} if self.resumed_changes else {}
+        return {**dataclasses.asdict(self.config), **changes}
 
     @classmethod
     def start(
@@ -307,13 +319,14 @@ class TrainingRun:
                 recorded_model = run.state.get("inputs", {}).get("model")
                 if recorded_model is not None:  # a base model that cannot be loaded now is not compared
                     run.inputs["model"] = base_fingerprint(config.model) or recorded_model
-                check_resumed_settings(config, run.state, run.checkpoint, trajectory_keys, fixed_keys, run.inputs, progress)
+                change = check_resumed_settings(config, run.state, run.checkpoint, trajectory_keys, fixed_keys, run.inputs, progress)
+                run.resumed_changes = list(run.state.get(RESUMED_CHANGES, [])) + ([change] if change else [])
         seed_everything(config.seed + run.ctx.rank)
         run._load_model()
         run._restore()
         if run.ctx.main:
             run.output.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(run.output / config_file, json.dumps(dataclasses.asdict(config), indent=2) + "\n")
+            atomic_write_text(run.output / config_file, json.dumps(run.recorded_config(), indent=2) + "\n")
             run.log_entries = restart_log(
                 run.log_path, run.state.get("step", 0) if run.checkpoint is not None else None, run.state.get("log_entries")
             )
@@ -443,7 +456,7 @@ class TrainingRun:
         if self.ctx.main:
             record = dict(
                 record, elapsed=self.elapsed(), world_size=self.ctx.world_size, config=dataclasses.asdict(self.config), inputs=self.inputs,
-                log_entries=self.log_entries,
+                log_entries=self.log_entries, **({RESUMED_CHANGES: self.resumed_changes} if self.resumed_changes else {}),
             )
 
             def fill(folder: Path) -> None:
@@ -467,7 +480,7 @@ class TrainingRun:
         """Write output/model and the loss plot (rank 0); the model folder."""
         model_dir = self.output / "model"
         if self.ctx.main:
-            card = model_card(title, dataclasses.asdict(self.config), (read_log(self.log_path) or [None])[-1])
+            card = model_card(title, self.recorded_config(), (read_log(self.log_path) or [None])[-1])
 
             def fill(folder: Path) -> None:
                 self._save_model(folder)
