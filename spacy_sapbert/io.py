@@ -1,9 +1,12 @@
 """Atomic file writes: a crash mid-write never leaves a half-written output behind."""
 from __future__ import annotations
 
+import glob
 import hashlib
 import os
+import re
 import secrets
+import socket
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -11,6 +14,7 @@ from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, 
 
 import numpy
 
+TMP_MARK = ".sapbert-tmp-"  # in the names of the temporary files and folders this program writes outputs through
 
 def atomic_write(path: Union[str, Path], writer: Callable[[Path], None]) -> None:
     """Call `writer(tmp_path)` on a temporary file next to `path`, then rename it into place (`atomic_outputs`).
@@ -32,7 +36,8 @@ def atomic_outputs(*paths: Optional[Union[str, Path]]) -> Iterator[List[Optional
             continue
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        remove_abandoned_tmp_files(path)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}{TMP_MARK}{os.getpid()}@{socket.gethostname()}@", suffix=".tmp", dir=path.parent)
         os.close(fd)
         staged.append(Path(tmp))
     try:
@@ -45,6 +50,32 @@ def atomic_outputs(*paths: Optional[Union[str, Path]]) -> Iterator[List[Optional
         for tmp in staged:
             if tmp is not None and tmp.exists():
                 tmp.unlink()
+
+
+def remove_abandoned_tmp_files(path: Path) -> List[Path]:
+    """Remove the temporary files of `path` that `atomic_outputs` made in a process of this host that has ended without
+    renaming them (killed: an extract of UMLS size leaves hundreds of MB). Their names record the process and host; a
+    file of a running process, of another host, or named otherwise (another program's) is kept."""
+    removed = []
+    # exactly the names atomic_outputs gives: its prefix, pid@host@, mkstemp's 8 random characters, .tmp
+    own_name = re.compile(re.escape(f".{path.name}{TMP_MARK}") + r"(\d+)@([^@/]+)@[a-z0-9_]{8}\.tmp")
+    for candidate in path.parent.glob(glob.escape(f".{path.name}{TMP_MARK}") + "*.tmp"):
+        match = own_name.fullmatch(candidate.name)
+        if match and match[2] == socket.gethostname() and not process_alive(int(match[1])) and candidate.is_file() and not candidate.is_symlink():
+            candidate.unlink(missing_ok=True)
+            removed.append(candidate)
+    return removed
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process with that id runs on this host (one of another user's counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def give_default_mode(path: Union[str, Path]) -> None:

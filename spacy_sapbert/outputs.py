@@ -21,9 +21,8 @@ from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set
 
 from .errors import SapbertError
-from .io import give_default_mode
+from .io import TMP_MARK, give_default_mode, process_alive
 
-TMP_MARK = ".sapbert-tmp-"
 # The files a folder written whole (write_new_dir, checkpoints.write_dir) held when it was finished, kept in it: what
 # --overwrite or --resume may replace there. A file it does not list was put in later, by someone else, and is kept.
 WRITTEN_RECORD = ".sapbert-written.json"
@@ -37,13 +36,13 @@ RUN_FILES = {"model", "checkpoints", "train_log.jsonl", "loss.png", *RUN_CONFIG_
 # what a run killed while writing leaves beside them: the temporary folder of the model being written
 # (checkpoints.write_dir), the model moved aside while the new one takes its place, and io.atomic_write's temporary files
 RUN_LEFTOVER = re.compile(
-    r"^(\.model\.tmp-\w+|model\.old|\.(" + "|".join(re.escape(name) for name in ("train_log.jsonl", "loss.png", *RUN_CONFIG_FILES)) + r")\.\w+\.tmp)$"
+    r"^(\.model\.tmp-\w+|model\.old|\.(" + "|".join(re.escape(name) for name in ("train_log.jsonl", "loss.png", *RUN_CONFIG_FILES)) + r")\..+\.tmp)$"
 )
 # a checkpoint being written, inside checkpoints/ (last.old is a checkpoint: find_checkpoint reads it)
 CHECKPOINT_LEFTOVER = re.compile(r"^\.last\.tmp-\w+$")
 # What checkpoints/ holds: the trainers' checkpoint folders, or train-kge's PyKEEN checkpoint (kge.pt, and the file
 # PyKEEN saves when training fails), each possibly with io.atomic_write's temporary file beside it
-CHECKPOINT_ENTRY = re.compile(r"^(last|last\.old|\.last\.tmp-\w+|\.?(kge|PyKEEN_just_saved_my_day_[\d_]+)\.pt(\.\w+\.tmp)?)$")
+CHECKPOINT_ENTRY = re.compile(r"^(last|last\.old|\.last\.tmp-\w+|\.?(kge|PyKEEN_just_saved_my_day_[\d_]+)\.pt(\..+\.tmp)?)$")
 # The folders of a run that are written whole, each with its WRITTEN_RECORD
 RUN_WRITTEN_FOLDERS = ("model", "model.old", "checkpoints/last", "checkpoints/last.old")
 # What `train-ner` writes: spacy train's two models and its own record, which marks the folder as ours.
@@ -390,17 +389,6 @@ def remove_abandoned_tmp_dirs(output: Path) -> List[Path]:
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
     return removed
-
-
-def process_alive(pid: int) -> bool:
-    """Whether a process with that id runs on this host (one of another user's counts)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _move_into_place(tmp: Path, output: Path, replace: bool) -> None:

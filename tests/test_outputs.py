@@ -196,6 +196,44 @@ def test_a_killed_writers_temporary_folder_goes_at_the_next_write_and_nothing_el
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["out", *(n for k, n in names.items() if k != "killed")])
 
 
+def test_a_killed_writers_temporary_file_goes_at_the_next_write_and_nothing_else(tmp_path, monkeypatch):
+    """A process killed while it wrote an output file (extract of UMLS size: hundreds of MB) left its temporary file
+    for good, and extract a second one inside it (an audit). The next write of that output removes the first; a running
+    writer's, another host's and files named by anyone else are kept; extract no longer nests one."""
+    import socket
+
+    from spacy_sapbert.io import atomic_write_text
+
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    host = socket.gethostname()
+    names = {
+        "killed": f".out.txt{TMP_MARK}{ended.pid}@{host}@abc12345.tmp",  # mkstemp adds 8 characters
+        "running": f".out.txt{TMP_MARK}{os.getpid()}@{host}@def45678.tmp",
+        "other host": f".out.txt{TMP_MARK}{ended.pid}@not-{host}@ghi78901.tmp",
+        "older format": ".out.txt.jkl012ab.tmp",
+        "another output": f".out.txt2{TMP_MARK}{ended.pid}@{host}@mno34567.tmp",
+        "named otherwise": f".out.txt{TMP_MARK}{ended.pid}@{host}@my-notes-kept.tmp",
+    }
+    for name in names.values():
+        (tmp_path / name).write_text("x", encoding="utf8")
+    atomic_write_text(tmp_path / "out.txt", "y")
+    assert (tmp_path / "out.txt").read_text(encoding="utf8") == "y"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["out.txt", *(n for k, n in names.items() if k != "killed")])
+
+    import spacy_sapbert.training.extract as extract
+
+    def nested(path, writer):
+        raise AssertionError(f"a second temporary file inside {path}")
+
+    monkeypatch.setattr(extract, "atomic_write", nested)
+    vocabulary = tmp_path / "vocab.txt"
+    vocabulary.write_text("D1||heart failure|cardiac failure\n", encoding="utf8")
+    result = runner.invoke(app, ["extract", str(vocabulary), "--output", str(tmp_path / "syn.txt")])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "syn.txt").read_text(encoding="utf8") == "D1||heart failure|cardiac failure\n"
+
+
 def test_exchange_paths_swaps_two_folders(tmp_path):
     first, second = tmp_path / "a", tmp_path / "b"
     first.mkdir()

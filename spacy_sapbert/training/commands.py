@@ -184,7 +184,7 @@ def extract_command(
     from ..io import atomic_outputs
 
     with atomic_outputs(output, name_languages) as (synonyms_file, languages_file):  # both, or neither
-        count = write_synonyms(synonyms_file, recorded(extract_synonyms(concepts, lowercase=lowercase)), shown_as=output)
+        count = write_synonyms(synonyms_file, recorded(extract_synonyms(concepts, lowercase=lowercase)), shown_as=output, atomic=False)
         if name_languages is not None:
             from ..readers.umls import read_mrconso_languages
             from .extract import name_languages as languages_of_names, write_name_languages
@@ -194,7 +194,7 @@ def extract_command(
                 strict=strict,
             )
             rows = (row for row in rows if row[0] in written)
-            counts = write_name_languages(languages_file, languages_of_names(rows, lowercase=lowercase))
+            counts = write_name_languages(languages_file, languages_of_names(rows, lowercase=lowercase), atomic=False)
     typer.echo(f"{count} concepts written to {output}", err=True)
     if name_languages is not None:
         typer.echo(f"names per language written to {name_languages}: " + ", ".join(f"{k} {v}" for k, v in counts.items()), err=True)

@@ -85,8 +85,9 @@ def name_languages(rows: Iterable[Tuple[str, str, str]], lowercase: bool = True)
             yield concept_id, language, name
 
 
-def write_name_languages(path: PathLike, items: Iterable[Tuple[str, str, str]]) -> Dict[str, int]:
-    """Write ``ID<TAB>LAT<TAB>name`` lines atomically; the name count per language."""
+def write_name_languages(path: PathLike, items: Iterable[Tuple[str, str, str]], *, atomic: bool = True) -> Dict[str, int]:
+    """Write ``ID<TAB>LAT<TAB>name`` lines atomically (`atomic=False`: into `path` itself, a temporary file its caller
+    renames into place); the name count per language."""
     counts: Counter = Counter()
 
     def writer(tmp: Path) -> None:
@@ -95,15 +96,22 @@ def write_name_languages(path: PathLike, items: Iterable[Tuple[str, str, str]]) 
                 handle.write(f"{concept_id}\t{language}\t{name}\n")
                 counts[language] += 1
 
-    atomic_write(path, writer)
+    if atomic:
+        atomic_write(path, writer)
+    else:
+        writer(Path(path))
     return dict(sorted(counts.items()))
 
 
-def write_synonyms(path: PathLike, items: Iterable[Tuple[str, Sequence[str]]], shown_as: Optional[PathLike] = None) -> int:
+def write_synonyms(
+    path: PathLike, items: Iterable[Tuple[str, Sequence[str]]], shown_as: Optional[PathLike] = None, *, atomic: bool = True
+) -> int:
     """Write ``ID||name|name|...`` lines atomically (temporary file renamed into place); the line count.
 
     `items` is streamed (e.g. ``extract_synonyms(...)``), so the whole vocabulary is never in memory.
-    `shown_as`: the path an error names (the output, when `path` is its temporary file).
+    `shown_as`: the path an error names (the output, when `path` is its temporary file). `atomic=False`: write `path`
+    itself (a temporary file that its caller renames into place; a second temporary file inside would be left behind
+    by a kill).
     """
     count = 0
 
@@ -122,7 +130,10 @@ def write_synonyms(path: PathLike, items: Iterable[Tuple[str, Sequence[str]]], s
         if not count:  # an earlier output at `path` stays as it was
             raise SapbertError(f"{shown_as or path}: no concept with a name to write; check the vocabulary and the filters (languages, sources, semantic types)")
 
-    atomic_write(path, writer)
+    if atomic:
+        atomic_write(path, writer)
+    else:
+        writer(Path(path))
     return count
 
 
