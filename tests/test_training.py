@@ -853,9 +853,9 @@ def test_a_resume_with_another_lr_and_weight_decay_trains_with_them(tmp_path, ti
     # saying it across a later resume; so does the model card
     changed = [{"at": "2 steps", "changed": ["lr (0.001 -> 0.05)", "weight_decay (0.01 -> 0.5)"]}]
     assert recorded["resumed_with_other_settings"] == changed
-    with pytest.warns(TrainingWarning, match=r"cpu_bf16 \(False -> True\)"):  # not compared before
-        train(config(5, lr=5e-2, weight_decay=0.5, cpu_bf16=True), resume=True)
-    changed.append({"at": "4 steps", "changed": ["cpu_bf16 (False -> True)"]})
+    with pytest.warns(TrainingWarning, match=r"seed \(42 -> 7\)"):
+        train(config(5, lr=5e-2, weight_decay=0.5, seed=7), resume=True)
+    changed.append({"at": "4 steps", "changed": ["seed (42 -> 7)"]})
     assert json.loads((tmp_path / "run" / "train_config.json").read_text())["resumed_with_other_settings"] == changed
     assert "resumed_with_other_settings" in (tmp_path / "run" / "model" / "README.md").read_text()
 

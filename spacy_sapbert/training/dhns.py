@@ -50,7 +50,7 @@ CONFIG_FILE = "dhns_config.json"
 # resuming with another value of these warns; with another context_window (marker rows in the embeddings) is an error
 TRAJECTORY_KEYS = (
     "corpora", "vocab", "vocab_format", "mesh_trees", "labels", "spell_check", "remove_punctuation", "batch_size",
-    "hard_negatives", "temperature", "lr", "weight_decay", "encode_chunk", "seed", "amp", "cpu_bf16",
+    "hard_negatives", "temperature", "lr", "weight_decay", "encode_chunk", "seed",
 )
 FIXED_KEYS = ("model", "pooling", "max_length", "context_window")  # what the model is: a resume may not change them
 Query = Union[str, MentionInContext]  # a training mention: normalized text, or the mention in its document

@@ -42,9 +42,7 @@ __all__ = ["Group", "RerankerConfig", "concept_score", "group_loss", "mine_group
 
 CONFIG_FILE = "reranker_config.json"
 # resuming with another value of these warns (context_words and the pair length: an error, RerankerRun._load_model)
-TRAJECTORY_KEYS = (
-    "corpora", "labels", "candidates", "max_names", "bi_temperature", "batch_size", "lr", "weight_decay", "seed", "amp", "cpu_bf16",
-)
+TRAJECTORY_KEYS = ("corpora", "labels", "candidates", "max_names", "bi_temperature", "batch_size", "lr", "weight_decay", "seed")
 FIXED_KEYS = ("model", "pipeline", "component")  # the checkpoint's weights and the candidates it learned: an error
 
 

@@ -74,7 +74,7 @@ CONFIG_FILE = "train_config.json"
 # settings that change the training trajectory: a resumed run with other values is no continuation
 TRAJECTORY_KEYS = (  # a resume with another value warns (TrainingRun.start)
     "pairs", "batch_size", "lr", "weight_decay", "grad_accum", "alpha", "beta", "base", "margin", "miner_distance",
-    "use_miner", "warmup_steps", "seed", "encode_chunk", "loss", "pos_margin", "neg_margin", "adapters", "kge", "amp", "cpu_bf16",
+    "use_miner", "warmup_steps", "seed", "encode_chunk", "loss", "pos_margin", "neg_margin", "adapters", "kge",
 )
 FIXED_KEYS = ("model", "pooling", "max_length")  # what the model is (the checkpoint's weights and its pooling): an error
 
