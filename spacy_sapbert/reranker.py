@@ -54,7 +54,7 @@ import numpy
 import torch
 
 from .context import MentionInContext
-from .encoder import HF_SAVE_FILES, check_max_length, load_pretrained, resolve_device, same_encoder, save_pretrained
+from .encoder import HF_SAVE_FILES, check_max_length, encoder_fingerprint, load_pretrained, resolve_device, same_encoder, save_pretrained
 from .errors import IndexFormatError, SapbertError
 from .io import atomic_write_text
 from .kb import Concept
@@ -182,6 +182,7 @@ class Reranker:
             )
             for folder in member_folders
         ]
+        check_member_weights(self.name, self.meta, self.members)
         for folder, (_, model) in zip(member_folders, self.members):
             check_max_length(model, self.max_length, f"the re-ranker {folder}")
             model.to(self.device)
@@ -239,7 +240,23 @@ class Reranker:
         for (tokenizer, model), member in zip(self.members, members or [""]):
             save_pretrained(folder / member, model, tokenizer)
         trained_on = trained_on if trained_on is not None else self.trained_on
-        write_meta(folder, self.max_length, self.max_names, trained_on, self.bi_temperature, self.context_words, members)
+        write_meta(folder, self.max_length, self.max_names, trained_on, self.bi_temperature, self.context_words, members,
+                   weights=[encoder_fingerprint(model, tokenizer) for tokenizer, model in self.members])
+
+
+def check_member_weights(name: str, meta: Mapping[str, Any], members: Sequence[Tuple[Any, Any]]) -> None:
+    """IndexFormatError when the models loaded from a re-ranker folder are not those its reranker.json was written
+    with (their encoder_fingerprint: weights, config and tokenizer): another re-ranker's weights copied in scored the
+    candidates with no error. A reranker.json of an earlier version records none and checks nothing."""
+    recorded = meta.get("weights")
+    if not recorded:
+        return
+    current = [encoder_fingerprint(model, tokenizer) for tokenizer, model in members]
+    if len(recorded) != len(current) or not all(same_encoder(was, now) for was, now in zip(recorded, current)):
+        raise IndexFormatError(
+            f"{name}: the re-ranker's model files are not those its {META_FILE} was written with (fingerprints {recorded}, "
+            f"now {current}: weights copied in from another re-ranker?); restore them, or add the re-ranker again (add-reranker)"
+        )
 
 
 def check_rerank_backend(backend: str, name: str) -> None:
@@ -271,13 +288,15 @@ def reduced_precision_copy(model, tokenizer, backend: str, max_length: int):
 
 def write_meta(
     folder: Path, max_length: int, max_names: int, trained_on: Mapping[str, Any], bi_temperature: Optional[float] = None,
-    context_words: int = 0, members: Sequence[str] = (),
+    context_words: int = 0, members: Sequence[str] = (), weights: Sequence[Optional[str]] = (),
 ) -> None:
-    """reranker.json; `members`: an ensemble's member subfolders (none: the folder is the model)."""
+    """reranker.json; `members`: an ensemble's member subfolders (none: the folder is the model); `weights`: the
+    encoder_fingerprint of each member's model (or of the model), checked at load (`check_member_weights`)."""
     meta = {
         "format_version": ENSEMBLE_FORMAT_VERSION if members else FORMAT_VERSION, "max_length": max_length,
         "max_names": max_names, "context_words": context_words, "bi_temperature": bi_temperature, "trained_on": dict(trained_on),
         **({"members": list(members)} if members else {}),
+        **({"weights": list(weights)} if weights and all(weights) else {}),
     }
     atomic_write_text(folder / META_FILE, json.dumps(meta, indent=2) + "\n")
 
@@ -359,7 +378,7 @@ def combine_rerankers(folders: Sequence[Union[str, Path]], output: Path) -> None
             shutil.copytree(folder, tmp / member, ignore=shutil.ignore_patterns(META_FILE, WRITTEN_RECORD))
         first = settings[0]
         write_meta(tmp, first["max_length"], first["max_names"], first["trained_on"], first["bi_temperature"],
-                   first["context_words"], members)
+                   first["context_words"], members, weights=[(meta.get("weights") or [None])[0] for meta in metas])
 
     write_new_dir(output, fill, replace=True)
 

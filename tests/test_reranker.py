@@ -216,6 +216,11 @@ def test_train_reranker_learns_the_training_mentions_then_joins_the_pipeline(lin
     shutil.rmtree(tmp_path / "partial" / "sapbert_linker" / "reranker")
     with pytest.raises(IndexFormatError, match=r"saved with a re-ranker, but .*partial.sapbert_linker.reranker is missing"):
         spacy.load(tmp_path / "partial")
+    # another re-ranker's weights copied over its own are refused: they scored the candidates with no error (an audit)
+    shutil.copytree(tmp_path / "with", tmp_path / "swapped")
+    shutil.copy(tmp_path / "untrained" / "model.safetensors", tmp_path / "swapped" / "sapbert_linker" / "reranker" / "model.safetensors")
+    with pytest.raises(IndexFormatError, match=r"reranker: the re-ranker's model files are not those its reranker.json was written with"):
+        spacy.load(tmp_path / "swapped")
     msg = srsly.msgpack_loads(reranking.to_bytes())
     del msg["reranker"]
     with pytest.raises(IndexFormatError, match=r"saved with a re-ranker, but bytes/reranker is missing"):

@@ -198,11 +198,12 @@ class RerankerRun(TrainingRun):
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda step: 1.0)
 
     def _save_model(self, folder: Path) -> None:
-        from ..encoder import save_pretrained
+        from ..encoder import encoder_fingerprint, save_pretrained
 
         save_pretrained(folder, self.model, self.tokenizer)
         config = self.config
-        write_meta(Path(folder), config.pair_length, config.max_names, self.trained_on, config.bi_temperature or None, config.context_words)
+        write_meta(Path(folder), config.pair_length, config.max_names, self.trained_on, config.bi_temperature or None, config.context_words,
+                   weights=[encoder_fingerprint(self.model, self.tokenizer)])
 
 
 def group_loss(logits: torch.Tensor, sizes: List[int]) -> torch.Tensor:
