@@ -11,9 +11,10 @@ first, earlier first among equal lengths, never over a token another match or an
 from __future__ import annotations
 
 import array
+import hashlib
 import json
 from pathlib import Path
-from typing import Iterable, List, Sequence, Union
+from typing import Iterable, List, Optional, Sequence, Union
 
 import numpy
 import spacy
@@ -93,12 +94,25 @@ class DictionaryMatcher:
         self.label = label
         self.names = NameKeys(numpy.empty(0, dtype=numpy.uint64), [])
         self.nlp = nlp
+        self.tokenizer: Optional[str] = None  # tokenizer_digest of the tokenizer the names were tokenized with
 
     def add_names(self, names: Iterable[str]) -> None:
         """Match these names too (tokenized by the pipeline's tokenizer, compared lowercased)."""
+        self.check_tokenizer("the names added before")
         tokenize = detached_tokenizer(self.nlp)
         added = NameKeys.from_docs(tokenize(name) for name in names)
         self.names = NameKeys(numpy.union1d(numpy.asarray(self.names.keys), added.keys), [*self.names.lengths, *added.lengths])
+        self.tokenizer = tokenizer_digest(self.nlp)
+
+    def check_tokenizer(self, what: str) -> None:
+        """IndexFormatError when the pipeline's tokenizer is not the one the names were tokenized with: a name whose
+        words it now splits otherwise is never found (the keys are not tokenized again)."""
+        now = tokenizer_digest(self.nlp)
+        if self.tokenizer is not None and now is not None and now != self.tokenizer and len(self):
+            raise IndexFormatError(
+                f"{self.name}: {what} were tokenized by another tokenizer than the pipeline's (its rules or special cases "
+                "changed), so names it splits otherwise would not be found; build the matcher again with this tokenizer"
+            )
 
     def __len__(self) -> int:
         return len(self.names.keys)
@@ -122,7 +136,7 @@ class DictionaryMatcher:
         return doc
 
     def meta(self) -> dict:
-        return {"format_version": FORMAT_VERSION, "lengths": self.names.lengths, "n_names": len(self)}
+        return {"format_version": FORMAT_VERSION, "lengths": self.names.lengths, "n_names": len(self), "tokenizer": self.tokenizer}
 
     def to_disk(self, path: Union[str, Path], exclude: Iterable[str] = ()) -> None:
         path = Path(path)
@@ -138,6 +152,8 @@ class DictionaryMatcher:
         except (OSError, ValueError) as err:
             raise IndexFormatError(f"{path}: the dictionary matcher's files cannot be read ({err}); build the pipeline again") from err
         self.names = checked_names(keys, meta, str(path))
+        self.tokenizer = meta.get("tokenizer")  # None: saved before it was recorded
+        self.check_tokenizer(f"the names saved in {path}")
         return self
 
     def to_bytes(self, exclude: Iterable[str] = ()) -> bytes:
@@ -146,7 +162,22 @@ class DictionaryMatcher:
     def from_bytes(self, data: bytes, exclude: Iterable[str] = ()) -> "DictionaryMatcher":
         msg = srsly.msgpack_loads(data)
         self.names = checked_names(numpy.frombuffer(msg["keys"], dtype=numpy.uint64), msg["meta"], "bytes")
+        self.tokenizer = msg["meta"].get("tokenizer")
+        self.check_tokenizer("the names loaded from bytes")
         return self
+
+
+def tokenizer_digest(nlp: Language) -> Optional[str]:
+    """16 hex digits of SHA-256 over a spaCy tokenizer's rules (its bytes without the vocab); None for a tokenizer that
+    is not spaCy's own or whose rules do not serialize."""
+    from spacy.tokenizer import Tokenizer
+
+    if type(nlp.tokenizer) is not Tokenizer:
+        return None
+    try:
+        return hashlib.sha256(nlp.tokenizer.to_bytes(exclude=["vocab"])).hexdigest()[:16]
+    except (AttributeError, TypeError, ValueError):
+        return None
 
 
 def detached_tokenizer(nlp: Language):

@@ -58,6 +58,19 @@ def test_longest_match_first_existing_entities_kept_and_the_pipeline_round_trips
         spacy.load(tmp_path / "pipe")
 
 
+def test_a_tokenizer_changed_after_the_build_is_refused_at_load(tmp_path):
+    """The keys are of the names as the build's tokenizer split them; a special case added to the saved tokenizer
+    later ("renal" -> "ren", "al") made "acute renal failure" never found, with no error (an audit)."""
+    nlp = spacy.blank("en")
+    add_dictionary_matcher(nlp, [Concept("D4", "acute renal failure")], label="Disease")
+    nlp.to_disk(tmp_path / "pipe")
+    assert entities(spacy.load(tmp_path / "pipe"), ["acute renal failure"]) == [[(0, 3, "Disease")]]  # its own tokenizer
+    nlp.tokenizer.add_special_case("renal", [{"ORTH": "ren"}, {"ORTH": "al"}])
+    nlp.tokenizer.to_disk(tmp_path / "pipe" / "tokenizer")
+    with pytest.raises(IndexFormatError, match=r"dictionary_matcher: the names saved in .* were tokenized by another tokenizer"):
+        spacy.load(tmp_path / "pipe")
+
+
 def window_keys(lower_ids, length):
     """The key of every run of `length` tokens, as the matcher computes them for a doc."""
     return windows_of(numpy.array(prefix_hashes(lower_ids), dtype=numpy.uint64), length)
