@@ -145,6 +145,19 @@ def test_mine_groups_puts_the_gold_first_and_counts_what_it_left_out(linker_pipe
     assert concept_score(linker, "hepatoma", "D2") == pytest.approx(1.0, abs=1e-5)  # one of its names
     assert concept_score(linker, "hepatoma", "D4") < concept_score(linker, "hepatoma", "D2")
 
+    # the query is encoded as the pipeline encodes a mention: alone under onnx-int8 (`mentions=True`), whose vectors
+    # depend on the batch; batched with the names, its score was off the search's scale
+    calls = []
+    encode = linker.encoder.encode
+
+    def recorded(texts, *args, mentions=False, **kwargs):
+        calls.append((list(texts), mentions))
+        return encode(texts, *args, mentions=mentions, **kwargs)
+
+    linker.encoder.encode = recorded
+    concept_score(linker, "hepatoma", "D4")
+    assert calls[0] == (["hepatoma"], True) and "hepatoma" not in calls[1][0] and not calls[1][1]
+
 
 def test_mined_candidates_are_those_the_pipeline_hands_its_reranker(tiny_bert):
     """Mining ignored the linker's types and threshold, trained the other id of an "A|B" gold as wrong, and scored a

@@ -160,14 +160,18 @@ def scores_with_missed_gold(linker, query: str, concept_id: str, types: Sequence
 
 def concept_score(linker, query: str, concept_id: str) -> float:
     """The bi-encoder's score of a concept the search did not return: its best name's similarity with the query, as
-    the index scores it (cosine for a normalized index, else inner product)."""
+    the index scores it (cosine for a normalized index, else inner product). The query is encoded as the pipeline
+    encodes a mention (alone under onnx-int8; it was batched with the names, off the search's scale), the names as
+    names."""
     import numpy
 
     names = [linker.normalizer(name) for name in linker.concept(concept_id).names]
-    vectors = linker.encoder.encode([query] + names)
+    query_vector = linker.encoder.encode([query], mentions=True)[0]
+    vectors = linker.encoder.encode(names)
     if linker.index.normalize:
+        query_vector = query_vector / numpy.linalg.norm(query_vector)
         vectors = vectors / numpy.linalg.norm(vectors, axis=1, keepdims=True)
-    return float((vectors[1:] @ vectors[0]).max())
+    return float((vectors @ query_vector).max())
 
 
 class RerankerRun(TrainingRun):
