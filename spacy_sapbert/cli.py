@@ -162,6 +162,7 @@ def build_index_command(
     from .chunk_store import CHUNKS_SUFFIX, own_manifest, remove_chunks
     from .encoder import offline_default_model
     from .outputs import OutputExistsError, check_pipeline_output, pipeline_component_names
+    from .kb import ConceptTable, KnowledgeBase
     from .pipeline import build_pipeline, save_pipeline, the_linker
     from .readers import read_vocabulary
 
@@ -196,7 +197,8 @@ def build_index_command(
     _check_linker_options(linker_config)  # before the vocabulary is read (minutes for UMLS)
     _blank(lang)
     options = {key: str(path) for key, path in (("mrsty", mrsty), ("mrdef", mrdef)) if path}
-    concepts = list(read_vocabulary(str(vocabulary), format, strict=strict, **options))
+    # columns, not a Concept object per concept (about 270 bytes a name): the objects go before the names are encoded
+    concepts = ConceptTable.from_concepts(KnowledgeBase(read_vocabulary(str(vocabulary), format, strict=strict, **options)))
     typer.echo(f"{len(concepts)} concepts read from {vocabulary}", err=True)
     nlp = build_pipeline(
         concepts, model, lang=lang, label=label or None, linker_config=linker_config, spell_check=spell_check,

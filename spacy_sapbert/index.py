@@ -155,7 +155,8 @@ def name_table(
                 pair_names.append(name_rows.setdefault(key, len(name_rows)))
                 pair_concepts.append(concept_row)
                 pair_rank.append(int(position > 0))
-    row_of = {concept.id: row for row, concept in enumerate(concepts)}
+    added = list(added)
+    row_of = {concept.id: row for row, concept in enumerate(concepts)} if added else {}
     given: Dict[Tuple[int, int], int] = {}  # times each (name row, concept row) is given, in the order first given
     for concept_id, name in added:
         key = normalizer(name)
@@ -347,7 +348,9 @@ class ConceptIndex:
     ) -> "ConceptIndex":
         """Index `concepts`; `encode(list_of_str) -> float32 array` embeds the distinct names once.
 
-        Concepts of the same id are merged here, once (a KnowledgeBase is used as it is).
+        Concepts of the same id are merged here, once (a KnowledgeBase or a ConceptTable is used as it is). They are
+        made a ConceptTable before the names are encoded; given one (build-index reads the vocabulary into one), no
+        Concept object of the vocabulary is held while encoding.
         `encoder`: the encoder_settings() of the encoder behind `encode`, recorded in the meta.
         `chunk_dir`: encode `chunk_size` names at a time into this folder (a `ChunkStore`), so a build
         that is killed resumes from its finished chunks when started again; vectors are added to faiss
@@ -358,15 +361,20 @@ class ConceptIndex:
         (`build-index --ray`: `distributed.encode_chunks`); the index is then assembled as usual.
         `index_type`: one of index_types.CONFIG_INDEX_TYPES (`auto` picks by the number of names).
         """
-        concepts = list(concepts if isinstance(concepts, KnowledgeBase) else KnowledgeBase(concepts))
-        if not concepts:
+        if isinstance(concepts, ConceptTable):  # distinct ids already: no Concept of every row is held while encoding
+            table = concepts
+        else:
+            table = ConceptTable.from_concepts(concepts if isinstance(concepts, KnowledgeBase) else KnowledgeBase(concepts))
+        del concepts
+        if not len(table):
             raise IndexFormatError("the vocabulary gave no concepts; check the vocabulary file and its format")
-        names, links = name_table(concepts, normalizer)
+        names, links = name_table(table, normalizer)
         if not names:
             raise IndexFormatError(
-                f"the vocabulary's {len(concepts)} concept(s) gave no names to index: every name is empty once "
+                f"the vocabulary's {len(table)} concept(s) gave no names to index: every name is empty once "
                 f"normalized (remove_punctuation={normalizer.remove_punctuation}); check the vocabulary file and its format"
             )
+        vocabulary = vocabulary_hash(table)
         index_type = choose_index_type(index_type, len(names))
         rerank_file = None
         if chunk_dir is None:
@@ -388,9 +396,9 @@ class ConceptIndex:
             blocks, len(names), index_type, lambda block: float32_rows(block, normalize), rerank_file=rerank_file
         )
         return cls(
-            ConceptTable.from_concepts(concepts), names, links, faiss_index,
+            table, names, links, faiss_index,
             normalizer=normalizer, normalize=normalize, index_type=index_type,
-            encoder=encoder, vocabulary=vocabulary_hash(concepts), rerank=rerank,
+            encoder=encoder, vocabulary=vocabulary, rerank=rerank,
         )
 
     def concept(self, concept_id: str) -> Optional[Concept]:

@@ -33,7 +33,7 @@ from .encoder import OWN_FILE as ENCODER_FILE, POOLINGS, Encoder, declared_max_l
 from .errors import ConfigWarning, EncoderLoadError, IndexFormatError, NotInitializedError, SapbertError
 from .index import Candidate, ConceptIndex, check_vector_settings, encoder_settings
 from .index_types import CONFIG_INDEX_TYPES, DEFAULT_NPROBE, DEFAULT_SHORTLIST
-from .kb import Concept, KnowledgeBase
+from .kb import Concept, ConceptTable, KnowledgeBase
 from .context import MIN_WINDOW, MentionInContext
 from .kb_view import KnowledgeBaseView
 from .memory import OWN_FILE as MEMORY_FILE, MemorySettings, MentionMemory
@@ -443,7 +443,7 @@ class SapbertLinker(Pipe):
         whose concept the new index has (a CorpusWarning counts the others, left out): it never votes for an id
         the index does not know."""
         encoder = self._require_encoder()
-        if not isinstance(concepts, (list, tuple, KnowledgeBase)):
+        if not isinstance(concepts, (list, tuple, KnowledgeBase, ConceptTable)):
             concepts = list(concepts)
         if self.types or self.types_by_label or self.sources:  # a typo is said before the names are encoded
             self.check_types({"types": {t for c in concepts for t in c.types}, "sources": {s for c in concepts for s in c.sources}})

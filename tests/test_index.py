@@ -539,6 +539,20 @@ def test_tables_of_another_build_are_refused(tmp_path):
         ConceptIndex.from_disk(tmp_path / "a")
 
 
+def test_a_build_from_a_concept_table_is_the_build_from_its_concepts(tmp_path):
+    """build-index reads the vocabulary into a ConceptTable, so no Concept object is held while the names are encoded:
+    the index is the one the concepts themselves give (tables, meta and vocabulary hash, to the byte)."""
+    from spacy_sapbert.kb import ConceptTable, KnowledgeBase
+
+    vocabulary = merging_vocabulary() + [Concept("E", "Ague", ["fever"], types=["T184"], definition="a fever", sources=["MSH"])]
+    ConceptIndex.build(vocabulary, hash_encode).to_disk(tmp_path / "list")
+    ConceptIndex.build(ConceptTable.from_concepts(KnowledgeBase(vocabulary)), hash_encode).to_disk(tmp_path / "table")
+    files = sorted(p.relative_to(tmp_path / "list").as_posix() for p in (tmp_path / "list").rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(tmp_path / "table").as_posix() for p in (tmp_path / "table").rglob("*") if p.is_file())
+    for name in files:
+        assert (tmp_path / "list" / name).read_bytes() == (tmp_path / "table" / name).read_bytes(), name
+
+
 def test_a_file_of_another_build_with_the_same_shape_is_refused(tmp_path):
     """meta.json records each file's signature at save: vectors.faiss or a table copied in from another build of the
     same size (an audit: 11 of 12 links changed, no error) is named at load."""
