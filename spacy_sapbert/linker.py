@@ -768,8 +768,7 @@ class SapbertLinker(Pipe):
         for part, what in ((MEMORY_DIR, "mention memory"), (RERANKER_DIR, "re-ranker")):
             if part in cfg["saved_parts"] and part not in present and part not in exclude:
                 raise IndexFormatError(
-                    f"{self.name}: the pipeline was saved with a {what}, but {where}/{part} is missing; "
-                    "copy the pipeline whole (or load it with exclude=[\"" + f"{self.name}\"] and build the component again)"
+                    f"{self.name}: the pipeline was saved with a {what}, but {where}/{part} is missing; copy the pipeline whole"
                 )
 
     def to_disk(self, path, *, exclude: Iterable[str] = tuple()) -> None:
