@@ -55,16 +55,21 @@ def test_backprop_reaches_the_encoder_weights(tok2vec):
     torch_model.zero_grad()
 
 
-def test_a_ner_on_the_encoder_learns_and_survives_to_disk(tiny_bert, tmp_path):
+def _transformer_ner(encoder_folder: str):
+    """A blank pipeline with a NER on the encoder, initialized on TRAIN: (nlp, examples, optimizer)."""
     fix_random_seed(0)
     nlp = spacy.blank("en")
     nlp.add_pipe("ner", config={"model": {
         "@architectures": "spacy.TransitionBasedParser.v2", "state_type": "ner", "extra_state_tokens": False,
         "hidden_width": 32, "maxout_pieces": 2, "use_upper": True, "nO": None,
-        "tok2vec": {"@architectures": "spacy-sapbert.TransformerTok2Vec.v1", "model": tiny_bert, "window": 8},
+        "tok2vec": {"@architectures": "spacy-sapbert.TransformerTok2Vec.v1", "model": encoder_folder, "window": 8},
     }})
     examples = [Example.from_dict(nlp.make_doc(t), {"entities": [(s, e, "Disease") for s, e in spans]}) for t, spans in TRAIN]
-    optimizer = nlp.initialize(lambda: examples)
+    return nlp, examples, nlp.initialize(lambda: examples)
+
+
+def test_a_ner_on_the_encoder_learns_and_survives_to_disk(tiny_bert, tmp_path):
+    nlp, examples, optimizer = _transformer_ner(tiny_bert)
     optimizer.learn_rate = 0.001
     losses = [nlp.update(examples, sgd=optimizer, drop=0.0, losses={})["ner"] for _ in range(80)]
     assert losses[-1] < losses[0] / 4
@@ -76,15 +81,7 @@ def test_a_ner_on_the_encoder_learns_and_survives_to_disk(tiny_bert, tmp_path):
 
 
 def _trained_transformer_ner(encoder_folder: str):
-    fix_random_seed(0)
-    nlp = spacy.blank("en")
-    nlp.add_pipe("ner", config={"model": {
-        "@architectures": "spacy.TransitionBasedParser.v2", "state_type": "ner", "extra_state_tokens": False,
-        "hidden_width": 32, "maxout_pieces": 2, "use_upper": True, "nO": None,
-        "tok2vec": {"@architectures": "spacy-sapbert.TransformerTok2Vec.v1", "model": encoder_folder, "window": 8},
-    }})
-    examples = [Example.from_dict(nlp.make_doc(t), {"entities": [(s, e, "Disease") for s, e in spans]}) for t, spans in TRAIN]
-    optimizer = nlp.initialize(lambda: examples)
+    nlp, examples, optimizer = _transformer_ner(encoder_folder)
     for _ in range(10):
         nlp.update(examples, sgd=optimizer, drop=0.0)
     return nlp

@@ -169,25 +169,31 @@ def test_a_failure_while_writing_keeps_the_old_pipeline_and_removes_the_partial_
     assert _leftovers(path.parent) == []
 
 
-def test_a_killed_writers_temporary_folder_goes_at_the_next_write_and_nothing_else(tmp_path):
-    """A process killed while it filled its temporary folder (a build of the offline default: 160 MB) left it
-    for good. The next write of that output removes it; a running writer's, another host's and a folder named by
-    anyone else are kept."""
+def temporary_names(output: str, suffix: str) -> dict:
+    """Names of temporary entries of `output` as this program writes them (pid@host@ and 8 characters, then `suffix`):
+    a killed writer's, a running one's (this process), another host's, another output's, and one named otherwise."""
     import socket
-
-    from spacy_sapbert.outputs import write_new_dir
 
     ended = subprocess.Popen([sys.executable, "-c", "pass"])
     ended.wait()
     host = socket.gethostname()
-    names = {
-        "killed": f".out{TMP_MARK}{ended.pid}@{host}@abc12345",  # mkdtemp adds 8 characters
-        "running": f".out{TMP_MARK}{os.getpid()}@{host}@def45678",
-        "other host": f".out{TMP_MARK}{ended.pid}@not-{host}@ghi78901",
-        "older format": f".out{TMP_MARK}jkl012",
-        "another output": f".out2{TMP_MARK}{ended.pid}@{host}@mno34567",
-        "named otherwise": f".out{TMP_MARK}{ended.pid}@{host}@my-notes-kept",
+    return {
+        "killed": f".{output}{TMP_MARK}{ended.pid}@{host}@abc12345{suffix}",
+        "running": f".{output}{TMP_MARK}{os.getpid()}@{host}@def45678{suffix}",
+        "other host": f".{output}{TMP_MARK}{ended.pid}@not-{host}@ghi78901{suffix}",
+        "another output": f".{output}2{TMP_MARK}{ended.pid}@{host}@mno34567{suffix}",
+        "named otherwise": f".{output}{TMP_MARK}{ended.pid}@{host}@my-notes-kept{suffix}",
     }
+
+
+def test_a_killed_writers_temporary_folder_goes_at_the_next_write_and_nothing_else(tmp_path):
+    """A process killed while it filled its temporary folder (a build of the offline default: 160 MB) left it
+    for good. The next write of that output removes it; a running writer's, another host's and a folder named by
+    anyone else are kept."""
+    from spacy_sapbert.outputs import write_new_dir
+
+    names = temporary_names("out", "")
+    names["older format"] = f".out{TMP_MARK}jkl012"
     for name in names.values():
         (tmp_path / name).mkdir()
         (tmp_path / name / "part").write_text("x", encoding="utf8")
@@ -200,21 +206,10 @@ def test_a_killed_writers_temporary_file_goes_at_the_next_write_and_nothing_else
     """A process killed while it wrote an output file (extract of UMLS size: hundreds of MB) left its temporary file
     for good, and extract a second one inside it (an audit). The next write of that output removes the first; a running
     writer's, another host's and files named by anyone else are kept; extract no longer nests one."""
-    import socket
-
     from spacy_sapbert.io import atomic_write_text
 
-    ended = subprocess.Popen([sys.executable, "-c", "pass"])
-    ended.wait()
-    host = socket.gethostname()
-    names = {
-        "killed": f".out.txt{TMP_MARK}{ended.pid}@{host}@abc12345.tmp",  # mkstemp adds 8 characters
-        "running": f".out.txt{TMP_MARK}{os.getpid()}@{host}@def45678.tmp",
-        "other host": f".out.txt{TMP_MARK}{ended.pid}@not-{host}@ghi78901.tmp",
-        "older format": ".out.txt.jkl012ab.tmp",
-        "another output": f".out.txt2{TMP_MARK}{ended.pid}@{host}@mno34567.tmp",
-        "named otherwise": f".out.txt{TMP_MARK}{ended.pid}@{host}@my-notes-kept.tmp",
-    }
+    names = temporary_names("out.txt", ".tmp")
+    names["older format"] = ".out.txt.jkl012ab.tmp"
     for name in names.values():
         (tmp_path / name).write_text("x", encoding="utf8")
     atomic_write_text(tmp_path / "out.txt", "y")
