@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 from pathlib import Path
 
 from .errors import SapbertError
 from .outputs import OutputExistsError, new_tmp_dir
+
+
+SIGNAL_EXITS = (128 + signal.SIGINT, 128 + signal.SIGTERM)  # the shell's statuses of an interrupted command
 
 
 def build_wheel(pipeline: Path, output_dir: Path, name: str, version: str, overwrite: bool = False) -> Path:
@@ -30,6 +34,8 @@ def build_wheel(pipeline: Path, output_dir: Path, name: str, version: str, overw
         try:
             package(pipeline, build, name=name, version=version, create_sdist=False, create_wheel=True, silent=True)
         except SystemExit as err:  # spaCy says why (a name it refuses, ...) and exits
+            if err.code in SIGNAL_EXITS:  # Ctrl-C or SIGTERM (cli.exit_on_signals, or the build's own process): not a refusal
+                raise
             raise SapbertError(f"spacy package refused {pipeline} as {name!r} {version!r} (its message is above)") from err
         built = sorted(build.glob("*/dist/*.whl"))
         if len(built) != 1:

@@ -620,3 +620,19 @@ def test_package_builds_a_wheel_of_exactly_the_pipeline_each_time(built_pipeline
     assert [p.name for p in (tmp_path / "other").iterdir()] == ["en_tiny_pkg-1.0b0-py3-none-any.whl"]
     result = runner.invoke(app, ["package", str(built_pipeline), str(built_pipeline / "dist"), "--name", "x"])
     assert result.exit_code == 1 and "is (inside) the pipeline" in error_line(result) and not (built_pipeline / "dist").exists()
+
+
+def test_an_interrupted_package_is_an_interruption_not_a_refusal(built_pipeline, tmp_path, monkeypatch):
+    """Ctrl-C while spacy package ran (cli.exit_on_signals: SystemExit 130) was reported as "spacy package refused"
+    with status 1 (an audit); its temporary build folder still goes."""
+    import importlib
+
+    from spacy_sapbert.packaging import build_wheel
+
+    def interrupted(*args, **kwargs):
+        raise SystemExit(130)
+
+    monkeypatch.setattr(importlib.import_module("spacy.cli.package"), "package", interrupted)
+    with pytest.raises(SystemExit) as stopped:
+        build_wheel(built_pipeline, tmp_path / "packages", "tiny_pkg", "0.0.1")
+    assert stopped.value.code == 130 and list((tmp_path / "packages").iterdir()) == []
