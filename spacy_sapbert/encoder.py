@@ -392,6 +392,9 @@ def save_pretrained(folder: Union[str, Path], model, tokenizer) -> None:
     else:
         model.save_pretrained(str(folder), state_dict=base_state_dict(model))
         save_adapters(folder, model)
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None and backend.truncation is not None:  # the last call's max_length, not a setting: every call
+        backend.no_truncation()  # sets its own, and a save after encoding wrote another tokenizer.json than one before
     tokenizer.save_pretrained(str(folder))
     for path in Path(folder).iterdir():
         give_default_mode(path)

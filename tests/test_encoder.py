@@ -254,3 +254,16 @@ def test_pad_rows_leaves_unknown_keys_and_missing_pad_tokens_to_the_tokenizer(ti
     tokenizer.pad_token = None
     with pytest.raises(ValueError, match="pad"):  # the tokenizer's own message, not an IndexError of ours
         pad_rows(tokenizer, tokenizer(["heart failure", "a"]), [0, 1])
+
+
+def test_a_save_after_encoding_writes_the_same_files_as_one_before(tiny_bert, tmp_path):
+    """A call leaves its max_length in the fast tokenizer, which tokenizer.json then recorded: a resumed build-index
+    (which encoded nothing) saved another tokenizer.json than an uninterrupted one (an audit)."""
+    fresh = Encoder(tiny_bert, device="cpu")
+    fresh.save(tmp_path / "fresh")
+    used = Encoder(tiny_bert, device="cpu", max_length=12)
+    before = used.encode(["heart failure of the left ventricle " * 5])
+    used.save(tmp_path / "used")
+    for path in sorted((tmp_path / "fresh").iterdir()):
+        assert path.read_bytes() == (tmp_path / "used" / path.name).read_bytes(), path.name
+    numpy.testing.assert_allclose(used.encode(["heart failure of the left ventricle " * 5]), before, atol=1e-6)  # still cut at 12
