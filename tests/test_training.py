@@ -866,3 +866,19 @@ def test_seen_ids_tells_a_cui_or_any_id_seen_before():
     seen = SeenIds()
     assert [seen.add(i) for i in ["C0000008", "C9999999", "C0000009", "C0000008", "X1", "X1", "C000001", "C000001"]] == [
         False, False, False, True, False, True, False, True]
+
+
+def test_a_checkpoint_that_recorded_a_fingerprint_without_its_later_part_resumes(tmp_path):
+    """A run on a DistilBERT-like base checkpointed before fingerprints gained their third part could not resume
+    ("the run's model changed"; an audit): a recorded fingerprint matches on the parts it has, also inside the
+    re-ranker's linker record; another model is still refused."""
+    from spacy_sapbert.training.loop import check_resumed_settings
+
+    config = TrainConfig(model="m", output=str(tmp_path), pairs="p.txt")
+    state = {"config": dataclasses.asdict(config), "inputs": {"model": "0123456789abcdef-01234567",
+                                                              "linker": {"encoder_fingerprint": "fedcba9876543210-76543210", "pooling": "cls"}}}
+    now = {"model": "0123456789abcdef-01234567-89abcdef", "linker": {"encoder_fingerprint": "fedcba9876543210-76543210-0badcafe", "pooling": "cls"}}
+    assert check_resumed_settings(config, state, tmp_path, (), (), now) is None
+    for other in ({**now, "model": "1123456789abcdef-01234567-89abcdef"}, {**now, "linker": {**now["linker"], "pooling": "mean"}}):
+        with pytest.raises(SapbertError, match="cannot resume: the run's (model|linker) changed"):
+            check_resumed_settings(config, state, tmp_path, (), (), other)

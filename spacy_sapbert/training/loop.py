@@ -35,7 +35,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Seque
 import torch
 
 from ..adapters import add_adapters, adapter_settings, trainable_parameters
-from ..encoder import check_max_length, encoder_fingerprint, load_pretrained, resolve_device
+from ..encoder import check_max_length, encoder_fingerprint, load_pretrained, resolve_device, same_encoder
 from ..errors import SapbertError
 from ..io import atomic_write_text
 from .checkpoints import (
@@ -154,6 +154,17 @@ def read_state(path: Path) -> Dict[str, Any]:
     return state
 
 
+def same_input(key: str, recorded: Any, current: Any) -> bool:
+    """Whether an input a checkpoint recorded is the one a resume reads: equal, where an encoder fingerprint recorded
+    before a part was added to fingerprints (the base model's; the re-ranker's linker's encoder_fingerprint) matches on
+    the parts it has (`same_encoder`)."""
+    if key in ("model", "encoder_fingerprint") and isinstance(recorded, str) and isinstance(current, str):
+        return same_encoder(recorded, current)
+    if isinstance(recorded, dict) and isinstance(current, dict):
+        return recorded.keys() == current.keys() and all(same_input(k, recorded[k], current[k]) for k in recorded)
+    return recorded == current
+
+
 RESUMED_CHANGES = "resumed_with_other_settings"  # key of the run's config file, checkpoints and model card
 
 
@@ -178,7 +189,7 @@ def check_resumed_settings(
         )
     recorded = state.get("inputs", {})
     for key, value in (inputs or {}).items():
-        if key in recorded and recorded[key] != value:
+        if key in recorded and not same_input(key, recorded[key], value):
             raise SapbertError(
                 f"{checkpoint}: cannot resume: the run's {key} changed since the checkpoint (recorded {recorded[key]!r}, now "
                 f"{value!r}); resume with what it was trained on, or start again with --overwrite"
