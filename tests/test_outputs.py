@@ -406,6 +406,21 @@ def test_an_overwrite_that_does_not_finish_keeps_the_earlier_run(tmp_path, tiny_
     assert not [p for p in tmp_path.iterdir() if "sapbert-tmp" in p.name]
 
 
+def test_a_resume_of_train_kge_after_an_unfinished_overwrite_continues_from_its_pykeen_checkpoint(tmp_path):
+    """train-kge checkpoints as checkpoints/kge.pt, which the refusal did not know: its --resume was refused with a
+    false message (an audit). Without any checkpoint of the new run it is still refused."""
+    from spacy_sapbert.errors import SapbertError
+    from spacy_sapbert.training.commands import _refuse_resume_without_the_new_runs_checkpoint
+
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (tmp_path / ".run.sapbert-previous-run").mkdir()
+    with pytest.raises(SapbertError, match="holds no checkpoint of the run --overwrite started"):
+        _refuse_resume_without_the_new_runs_checkpoint(run)
+    (run / "checkpoints" / "kge.pt").write_bytes(b"PyKEEN's")
+    _refuse_resume_without_the_new_runs_checkpoint(run)
+
+
 def test_a_run_without_overwrite_or_resume_leaves_a_run_set_aside_alone(tmp_path, tiny_bert, one_thread):
     """The set-aside run is the last finished one of an --overwrite that did not finish; a plain run into the
     same (emptied) output asked to replace nothing, yet deleted it when it finished (found by an audit)."""

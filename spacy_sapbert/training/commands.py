@@ -83,9 +83,10 @@ def _refuse_resume_without_the_new_runs_checkpoint(output: Path) -> None:
     that run is."""
     from ..outputs import previous_run_folder
     from .checkpoints import find_checkpoint
+    from .kge import CHECKPOINT as KGE_CHECKPOINT
 
     previous = previous_run_folder(output)
-    if previous.exists() and find_checkpoint(output) is None:
+    if previous.exists() and find_checkpoint(output) is None and not (output / "checkpoints" / KGE_CHECKPOINT).is_file():
         raise SapbertError(
             f"--resume: {output} holds no checkpoint of the run --overwrite started, and the earlier run is kept at "
             f"{previous}; pass --overwrite to start again (the earlier run goes when that run finishes), or move {previous} "
