@@ -131,6 +131,8 @@ def serialize(pooler: WordPooler) -> bytes:
     tokenizer's files and the adapter settings (thinc keeps these bytes inside the NER's model file)."""
     from .adapters import adapter_settings
 
+    if pooler.transformer is None:  # not initialized yet: nothing to keep, `model` is read when it is
+        return srsly.msgpack_dumps({"uninitialized": True})
     weights = io.BytesIO()
     torch.save(pooler.state_dict(), weights)
     return srsly.msgpack_dumps({
@@ -166,6 +168,9 @@ def deserialize(pooler: WordPooler, data: bytes, device: torch.device) -> WordPo
         weights = data
     else:
         saved = srsly.msgpack_loads(data)
+        if saved.get("uninitialized"):  # saved before initialization: it stays so (thinc init reads `source`)
+            pooler.transformer = pooler.tokenizer = None
+            return pooler
         set_transformer(pooler, *rebuild_transformer(saved), saved["tokenizer_files"])
         weights = saved["weights"]
     state = torch.load(io.BytesIO(weights), map_location=device)

@@ -55,17 +55,28 @@ def test_backprop_reaches_the_encoder_weights(tok2vec):
     torch_model.zero_grad()
 
 
-def _transformer_ner(encoder_folder: str):
-    """A blank pipeline with a NER on the encoder, initialized on TRAIN: (nlp, examples, optimizer)."""
-    fix_random_seed(0)
+def _ner_pipeline(encoder_folder: str):
+    """A blank pipeline with a NER on the encoder, not initialized."""
     nlp = spacy.blank("en")
     nlp.add_pipe("ner", config={"model": {
         "@architectures": "spacy.TransitionBasedParser.v2", "state_type": "ner", "extra_state_tokens": False,
         "hidden_width": 32, "maxout_pieces": 2, "use_upper": True, "nO": None,
         "tok2vec": {"@architectures": "spacy-sapbert.TransformerTok2Vec.v1", "model": encoder_folder, "window": 8},
     }})
+    return nlp
+
+
+def _initialized(nlp):
+    """(examples of TRAIN, the optimizer) after nlp.initialize on them."""
     examples = [Example.from_dict(nlp.make_doc(t), {"entities": [(s, e, "Disease") for s, e in spans]}) for t, spans in TRAIN]
-    return nlp, examples, nlp.initialize(lambda: examples)
+    return examples, nlp.initialize(lambda: examples)
+
+
+def _transformer_ner(encoder_folder: str):
+    """A blank pipeline with a NER on the encoder, initialized on TRAIN: (nlp, examples, optimizer)."""
+    fix_random_seed(0)
+    nlp = _ner_pipeline(encoder_folder)
+    return (nlp, *_initialized(nlp))
 
 
 def test_a_ner_on_the_encoder_learns_and_survives_to_disk(tiny_bert, tmp_path):
@@ -205,3 +216,12 @@ def test_inputs_go_to_the_device_of_the_encoder_weights(tok2vec):
     assert {tensor.device for tensor in inputs.kwargs.values() if isinstance(tensor, torch.Tensor)} == {wanted}
     inputs, _ = _convert_inputs(encoder, batch, is_train=False)  # the real shim: where its weights are (the CPU here)
     assert inputs.kwargs["input_ids"].device == next(encoder.shims[0]._model.parameters()).device
+
+
+def test_a_ner_saved_before_initialization_saves_and_loads_as_uninitialized(tiny_bert, tmp_path):
+    """A pipeline built and saved before nlp.initialize() (the encoder is read at initialization now) failed to
+    serialize with an AttributeError naming nothing (an audit); it saves, loads, and initializes from `model`."""
+    _ner_pipeline(tiny_bert).to_disk(tmp_path / "blank")
+    again = spacy.load(tmp_path / "blank")
+    _initialized(again)
+    assert len(list(again.pipe(t for t, _ in TRAIN))) == len(TRAIN)
