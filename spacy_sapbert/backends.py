@@ -12,7 +12,7 @@ weights (torch.onnx's dynamo exporter, dynamic batch and sequence axes) and save
 encoder folder, so a saved or packaged pipeline loads it without exporting again:
 
     model.onnx / model-int8.onnx    the exported (and quantized) graph, weights inside
-    onnx_export.json                the torch encoder's fingerprint each file was made from, and its digest
+    onnx_export.json                the torch encoder's fingerprint each file was made from, and its signature
 
 A file made from other weights than the folder's torch weights, or one whose bytes are not those recorded, is
 refused (never silently other vectors).
@@ -37,7 +37,7 @@ import torch
 from .encoder import pool, same_encoder
 from .errors import EncoderLoadError
 from .extras import require
-from .io import atomic_write, atomic_write_text, file_digest
+from .io import atomic_write, atomic_write_text, file_signature
 
 __all__ = [
     "BACKENDS", "EXPORT_META", "ONNX_FILES", "ONNX_RUNTIME_REQUIREMENT", "REDUCED_PRECISION", "OnnxModel", "export_onnx", "onnx_model_for",
@@ -49,7 +49,7 @@ REDUCED_PRECISION = {"torch-bf16": torch.bfloat16, "torch-fp16": torch.float16} 
 ONNX_FILES = {"onnx": "model.onnx", "onnx-int8": "model-int8.onnx"}
 ONNX_RUNTIME_REQUIREMENT = "onnxruntime>=1.17"  # what a pipeline on an ONNX backend needs to load (setup.py's onnx extra)
 EXPORT_META = "onnx_export.json"
-DIGESTS = "sha256"  # the key of onnx_export.json that records each ONNX file's io.file_digest
+SIGNATURES = "signatures"  # the key of onnx_export.json that records each ONNX file's io.file_signature
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 OPSET = 18
 # onnxruntime's dynamic quantization, one scale per output channel of each weight matrix: on all-MiniLM-L6-v2
@@ -204,17 +204,17 @@ def export_onnx(model, tokenizer, folder: Path, backend: str, fingerprint: str) 
     folder = Path(folder)
     meta = _read_meta(folder)
     fp32 = folder / ONNX_FILES["onnx"]
-    digests = meta.setdefault(DIGESTS, {})
-    if meta.get(fp32.name) != fingerprint or not fp32.is_file() or digests.get(fp32.name) != file_digest(fp32):
+    signatures = meta.setdefault(SIGNATURES, {})
+    if meta.get(fp32.name) != fingerprint or not fp32.is_file() or signatures.get(fp32.name) != file_signature(fp32):
         _export_fp32(model, tokenizer, fp32)
         meta[fp32.name] = fingerprint
-        digests[fp32.name] = file_digest(fp32)
+        signatures[fp32.name] = file_signature(fp32)
     if backend == "onnx-int8":
         int8 = folder / ONNX_FILES["onnx-int8"]
         _quantize_int8(fp32, int8, tokenizer)
         meta[int8.name] = fingerprint
         meta["int8_quantization"] = INT8_QUANTIZATION
-        digests[int8.name] = file_digest(int8)
+        signatures[int8.name] = file_signature(int8)
     atomic_write_text(folder / EXPORT_META, json.dumps(meta, indent=2) + "\n")
     return folder / ONNX_FILES[backend]
 
@@ -232,8 +232,8 @@ def saved_onnx(folder: Path, backend: str, fingerprint: str) -> Optional[Path]:
             f"{path} was exported from the encoder of fingerprint {made_from!r}, but the torch weights beside it have "
             f"fingerprint {fingerprint!r}; delete it (it is exported again) or restore the weights it came from"
         )
-    recorded = meta.get(DIGESTS, {}).get(path.name)  # absent from exports made before digests were kept
-    if recorded is not None and recorded != file_digest(path):
+    recorded = meta.get(SIGNATURES, {}).get(path.name)  # absent from exports made before signatures were kept
+    if recorded is not None and recorded != file_signature(path):
         raise EncoderLoadError(
             f"{path} is not the file {EXPORT_META} records (its content differs: another export copied over it?); "
             "delete it (it is exported again) or restore the file exported with this encoder"

@@ -110,7 +110,7 @@ def test_an_onnx_file_from_other_weights_is_refused(int8_pipeline, tmp_path):
 
 
 def test_an_onnx_file_copied_over_the_export_is_refused(int8_pipeline, tmp_path):
-    """onnx_export.json records each file's SHA-256: another graph put in its place (an audit copied another pipeline's
+    """onnx_export.json records each file's signature: another graph put in its place (an audit copied another pipeline's
     model.onnx over one: every link changed, no error) is named at load."""
     import shutil
 
@@ -118,7 +118,7 @@ def test_an_onnx_file_copied_over_the_export_is_refused(int8_pipeline, tmp_path)
     copy = tmp_path / "copy"
     shutil.copytree(path, copy)
     encoder = copy / "sapbert_linker" / "encoder"
-    assert set(json.loads((encoder / "onnx_export.json").read_text())["sha256"]) == {"model.onnx", "model-int8.onnx"}
+    assert set(json.loads((encoder / "onnx_export.json").read_text())["signatures"]) == {"model.onnx", "model-int8.onnx"}
     shutil.copy(encoder / "model.onnx", encoder / "model-int8.onnx")
     with pytest.raises(EncoderLoadError, match=r"model-int8.onnx is not the file onnx_export.json records"):
         spacy.load(copy)
