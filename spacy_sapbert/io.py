@@ -1,4 +1,5 @@
-"""Atomic file writes: a crash mid-write never leaves a half-written output behind."""
+"""Atomic file writes (a crash mid-write never leaves a half-written output behind; a killed writer's temporary file
+goes at the next write), and the digests and signatures that tell one file from another."""
 from __future__ import annotations
 
 import glob
