@@ -38,7 +38,7 @@ def atomic_outputs(*paths: Optional[Union[str, Path]]) -> Iterator[List[Optional
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         remove_abandoned_tmp_files(path)
-        fd, tmp = tempfile.mkstemp(prefix=tmp_prefix(path), suffix=".tmp", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=tmp_prefix(path, ".tmp"), suffix=".tmp", dir=path.parent)
         os.close(fd)
         staged.append(Path(tmp))
     try:
@@ -56,11 +56,12 @@ def atomic_outputs(*paths: Optional[Union[str, Path]]) -> Iterator[List[Optional
 MAX_NAME_BYTES = 255  # a file name's length limit on the common file systems (ext4, XFS, APFS, NTFS)
 
 
-def tmp_prefix(path: Path) -> str:
-    """The start of the temporary file names of `path`: named for this process and host (so a later write removes it
-    when the process was killed), or, where that would make the name too long, `.NAME.` cut to fit (kept if killed)."""
+def tmp_prefix(path: Path, suffix: str = "") -> str:
+    """The start of the names of `path`'s temporary files (`suffix` ".tmp") or folders: named for this process and host
+    (so a later write removes one when its process was killed), or, where that would make the name too long, `.NAME.`
+    cut to fit (kept if killed)."""
     prefix = f".{path.name}{TMP_MARK}{os.getpid()}@{socket.gethostname()}@"
-    room = MAX_NAME_BYTES - len(".tmp") - 8  # mkstemp's 8 random characters
+    room = MAX_NAME_BYTES - len(suffix) - 8  # mkstemp's and mkdtemp's 8 random characters
     if len(os.fsencode(prefix)) <= room:
         return prefix
     return os.fsdecode(os.fsencode(f".{path.name}")[: room - 1]) + "."

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set
 
 from .errors import SapbertError
-from .io import TMP_MARK, give_default_mode, process_alive
+from .io import TMP_MARK, give_default_mode, process_alive, tmp_prefix
 
 # The files a folder written whole (write_new_dir, checkpoints.write_dir) held when it was finished, kept in it: what
 # --overwrite or --resume may replace there. A file it does not list was put in later, by someone else, and is kept.
@@ -373,7 +373,7 @@ def new_tmp_dir(output: Path) -> Path:
     process and host so that a later write of `output` removes it if the process is killed; earlier abandoned ones go."""
     output.parent.mkdir(parents=True, exist_ok=True)
     remove_abandoned_tmp_dirs(output)
-    return Path(tempfile.mkdtemp(prefix=f".{output.name}{TMP_MARK}{os.getpid()}@{socket.gethostname()}@", dir=output.parent))
+    return Path(tempfile.mkdtemp(prefix=tmp_prefix(output), dir=output.parent))
 
 
 def remove_abandoned_tmp_dirs(output: Path) -> List[Path]:

@@ -231,13 +231,16 @@ def test_a_killed_writers_temporary_file_goes_at_the_next_write_and_nothing_else
 
 def test_an_output_whose_name_is_near_the_file_name_limit_is_written(tmp_path):
     """The process and host in the temporary file's name made it too long for an output of 237 characters (an audit):
-    such a name falls back to a shorter temporary name."""
+    such a name falls back to a shorter temporary name; so does a folder's."""
     from spacy_sapbert.io import atomic_write_text
+    from spacy_sapbert.outputs import write_new_dir
 
     for name in ("r" * 232 + ".json", "é" * 120 + ".json"):
         atomic_write_text(tmp_path / name, "written")
         assert (tmp_path / name).read_text(encoding="utf8") == "written"
-    assert len(list(tmp_path.iterdir())) == 2
+    write_new_dir(tmp_path / ("f" * 240), lambda folder: (folder / "done").write_text("y", encoding="utf8"))
+    assert (tmp_path / ("f" * 240) / "done").read_text(encoding="utf8") == "y"
+    assert len(list(tmp_path.iterdir())) == 3
 
 
 def test_exchange_paths_swaps_two_folders(tmp_path):
