@@ -167,30 +167,31 @@ class DictionaryMatcher:
         return self
 
 
-def tokenizer_digest(nlp: Language) -> Optional[str]:
-    """16 hex digits of SHA-256 over a spaCy tokenizer's rules (its bytes without the vocab); None for a tokenizer that
-    is not spaCy's own or whose rules do not serialize."""
+def tokenizer_rules(nlp: Language) -> Optional[bytes]:
+    """A spaCy tokenizer's rules (its bytes without the vocab); None for a tokenizer that is not spaCy's own or whose
+    rules do not serialize (a rule set to a plain function, token_match = lambda ...)."""
     from spacy.tokenizer import Tokenizer
 
     if type(nlp.tokenizer) is not Tokenizer:
         return None
     try:
-        return hashlib.sha256(nlp.tokenizer.to_bytes(exclude=["vocab"])).hexdigest()[:16]
+        return nlp.tokenizer.to_bytes(exclude=["vocab"])
     except (AttributeError, TypeError, ValueError):
         return None
+
+
+def tokenizer_digest(nlp: Language) -> Optional[str]:
+    """16 hex digits of SHA-256 over `tokenizer_rules`, or None where there are none."""
+    rules = tokenizer_rules(nlp)
+    return hashlib.sha256(rules).hexdigest()[:16] if rules is not None else None
 
 
 def detached_tokenizer(nlp: Language):
     """The pipeline's tokenizer on a vocab of its own: the names' tokens (millions at UMLS size) go there, not into the
     pipeline's strings, which are saved and read at every load. A LOWER id is the hash of the lowercased string
-    either way. A tokenizer that is not spaCy's own is used as it is."""
-    from spacy.tokenizer import Tokenizer
-
-    if type(nlp.tokenizer) is not Tokenizer:
-        return nlp.make_doc
-    try:
-        rules = nlp.tokenizer.to_bytes(exclude=["vocab"])
-    except (AttributeError, TypeError, ValueError):  # a rule set to a plain function (token_match = lambda ...) does not serialize
+    either way. A tokenizer without `tokenizer_rules` is used as it is."""
+    rules = tokenizer_rules(nlp)
+    if rules is None:
         return nlp.make_doc
     fresh = spacy.blank(nlp.lang)
     fresh.tokenizer.from_bytes(rules)

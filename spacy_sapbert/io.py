@@ -67,18 +67,26 @@ def tmp_prefix(path: Path, suffix: str = "") -> str:
     return os.fsdecode(os.fsencode(f".{path.name}")[: room - 1]) + "."
 
 
-def remove_abandoned_tmp_files(path: Path) -> List[Path]:
-    """Remove the temporary files of `path` that `atomic_outputs` made in a process of this host that has ended without
-    renaming them (killed: an extract of UMLS size leaves hundreds of MB). Their names record the process and host; a
-    file of a running process, of another host, or named otherwise (another program's) is kept."""
-    removed = []
-    # exactly the names atomic_outputs gives: its prefix, pid@host@, mkstemp's 8 random characters, .tmp
-    own_name = re.compile(re.escape(f".{path.name}{TMP_MARK}") + r"(\d+)@([^@/]+)@[a-z0-9_]{8}\.tmp")
-    for candidate in path.parent.glob(glob.escape(f".{path.name}{TMP_MARK}") + "*.tmp"):
+def abandoned_tmp_paths(output: Path, suffix: str = "") -> List[Path]:
+    """The temporary entries of `output` that a process of this host made (named by `tmp_prefix`, then 8 random
+    characters and `suffix`) and that it left when it ended without finishing them (killed). An entry of a running
+    process, of another host, or named otherwise (another program's) is not among them."""
+    own_name = re.compile(re.escape(f".{output.name}{TMP_MARK}") + r"(\d+)@([^@/]+)@[a-z0-9_]{8}" + re.escape(suffix))
+    host = socket.gethostname()
+    found = []
+    for candidate in output.parent.glob(glob.escape(f".{output.name}{TMP_MARK}") + "*" + glob.escape(suffix)):
         match = own_name.fullmatch(candidate.name)
-        if match and match[2] == socket.gethostname() and not process_alive(int(match[1])) and candidate.is_file() and not candidate.is_symlink():
-            candidate.unlink(missing_ok=True)
-            removed.append(candidate)
+        if match and match[2] == host and not process_alive(int(match[1])) and not candidate.is_symlink():
+            found.append(candidate)
+    return found
+
+
+def remove_abandoned_tmp_files(path: Path) -> List[Path]:
+    """Remove the temporary files of `path` that `atomic_outputs` made in a process that was killed (an extract of
+    UMLS size leaves hundreds of MB); see `abandoned_tmp_paths`."""
+    removed = [candidate for candidate in abandoned_tmp_paths(path, ".tmp") if candidate.is_file()]
+    for candidate in removed:
+        candidate.unlink(missing_ok=True)
     return removed
 
 

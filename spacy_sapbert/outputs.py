@@ -10,18 +10,16 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import glob
 import json
 import os
 import re
 import shutil
-import socket
 import tempfile
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set
 
 from .errors import SapbertError
-from .io import TMP_MARK, give_default_mode, process_alive, tmp_prefix
+from .io import TMP_MARK, abandoned_tmp_paths, give_default_mode, tmp_prefix  # noqa: F401 (TMP_MARK: its old home)
 
 # The files a folder written whole (write_new_dir, checkpoints.write_dir) held when it was finished, kept in it: what
 # --overwrite or --resume may replace there. A file it does not list was put in later, by someone else, and is kept.
@@ -377,17 +375,11 @@ def new_tmp_dir(output: Path) -> Path:
 
 
 def remove_abandoned_tmp_dirs(output: Path) -> List[Path]:
-    """Remove the temporary folders of `output` that `write_new_dir` made in a process of this host that has ended
-    without finishing them (killed: a build of the offline default leaves 160 MB). Their names record the process and
-    host; a folder of a running process, of another host, or named otherwise (another program's) is kept."""
-    removed = []
-    # exactly the names write_new_dir gives: its prefix, pid@host@, then mkdtemp's 8 random characters
-    own_name = re.compile(re.escape(f".{output.name}{TMP_MARK}") + r"(\d+)@([^@/]+)@[a-z0-9_]{8}")
-    for path in output.parent.glob(glob.escape(f".{output.name}{TMP_MARK}") + "*"):
-        match = own_name.fullmatch(path.name)
-        if match and match[2] == socket.gethostname() and not process_alive(int(match[1])) and path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path, ignore_errors=True)
-            removed.append(path)
+    """Remove the temporary folders of `output` that `write_new_dir` made in a process that was killed (a build of
+    the offline default leaves 160 MB); see `io.abandoned_tmp_paths`."""
+    removed = [path for path in abandoned_tmp_paths(output) if path.is_dir()]
+    for path in removed:
+        shutil.rmtree(path, ignore_errors=True)
     return removed
 
 
